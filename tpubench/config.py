@@ -1,0 +1,164 @@
+"""Configs: the keys every workload config shares, and loading a named config with overrides.
+
+A workload's config files (`workloads/<name>/configs/<config>.py`) define `get_config()` that
+starts from `base_config()` and sets the benchmark's values. Overrides use the absl spelling
+`--config.KEY=VALUE`; an unknown key is a `UsageError`, never silently added.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import pathlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ml_collections
+
+from tpubench.errors import UsageError
+
+WORKLOADS_ROOT = pathlib.Path(__file__).resolve().parent.parent / "workloads"
+
+
+def base_config() -> ml_collections.ConfigDict:
+    """The keys the harness reads from every config (workloads add their own)."""
+    c = ml_collections.ConfigDict()
+    c.workload = ""
+    c.config_name = ""
+    c.is_mlperf = False  # True only for the closed-division MLPerf setup ("full" configs).
+    c.dataset = ""
+    c.data_source = "synthetic"  # "tfds", "synthetic", or a workload's small real dataset.
+    c.data_dir = os.environ.get("TPUBENCH_DATA_DIR", "")
+    c.seed = 0
+
+    c.global_batch_size = 32
+    c.eval_batch_size = 32
+    c.train_samples = 0
+    c.eval_samples = 0
+    c.num_classes = 0
+
+    c.target_metric = "accuracy"
+    c.target_value = 1.0
+    c.higher_is_better = True
+
+    # Clock and cadence.
+    c.steps_per_dispatch = 1  # train steps per host dispatch (lax.scan over a block).
+    c.eval_every_samples = 0  # 0 = once per epoch (train_samples).
+    c.eval_offset_samples = 0  # first eval at offset + eval_every_samples.
+    c.max_train_samples = 0  # budget; 0 = 100 epochs. Reaching it = "aborted".
+    c.max_time_s = 0.0  # wall-clock budget of the timed region; 0 = none.
+    c.cpu_block_every_dispatch = True  # CPU collectives die if too many steps are queued.
+
+    # Numerics and parallelism (harness features, not workload code).
+    c.dtype = "float32"  # compute dtype: float32 | bfloat16
+    c.parallelism = "jit"  # "jit" (NamedSharding over the mesh) or "pmap" (data parallel)
+    c.mesh = ml_collections.ConfigDict({"data": -1, "fsdp": 1, "tensor": 1})
+    c.dcn_mesh = ml_collections.ConfigDict({"data": 1, "fsdp": 1, "tensor": 1})
+    c.fsdp_min_size = 2**14  # params smaller than this stay replicated under FSDP
+    c.model_bn_span = 0  # examples per batch-norm statistics group; 0 = the global batch
+
+    # Checkpoints (orbax). Preemption (SIGTERM) always saves.
+    c.checkpoint_every_evals = 0  # 0 = only on preemption and at the end of the run
+    c.checkpoint_keep = 2
+
+    # MLPerf log metadata.
+    c.submission_org = "tpubench"
+    c.submission_platform = ""  # "" = derived from the devices, e.g. "1xcpu"
+    c.submission_division = "open"
+    c.submission_status = "research"
+    return c
+
+
+def config_path(workload: str, config: str) -> pathlib.Path:
+    """Resolve a config name ("mini") or a path ("workloads/resnet/configs/mini.py")."""
+    if config.endswith(".py"):
+        path = pathlib.Path(config)
+        if not path.exists():
+            raise UsageError(f"Config file {config!r} does not exist.")
+        return path
+    directory = WORKLOADS_ROOT / workload / "configs"
+    path = directory / f"{config}.py"
+    if not path.exists():
+        known = sorted(p.stem for p in directory.glob("*.py") if not p.stem.startswith("_"))
+        raise UsageError(
+            f"Unknown config {config!r} for workload {workload!r}. Known configs: "
+            f"{', '.join(known) or 'none'}. Pass one of them (--config=mini) or a path to a "
+            "config file (--config=workloads/<name>/configs/<config>.py)."
+        )
+    return path
+
+
+def load_file(path: str | os.PathLike) -> ml_collections.ConfigDict:
+    """Execute a config file and return its `get_config()`, with `config_name` set."""
+    path = pathlib.Path(path)
+    spec = importlib.util.spec_from_file_location(f"_tpubench_config_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cfg = module.get_config()
+    with cfg.unlocked():
+        cfg.config_name = cfg.get("config_name") or path.stem
+    return cfg
+
+
+def load(
+    workload: str, config: str, overrides: Mapping[str, Any] | Sequence[str] = ()
+) -> ml_collections.ConfigDict:
+    """Load `workload`'s named config and apply overrides (a dict, or `KEY=VALUE` strings)."""
+    cfg = load_file(config_path(workload, config))
+    apply_overrides(cfg, overrides)
+    return cfg
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """'--config.a.b=3' or 'a.b=3' -> ('a.b', '3')."""
+    text = text.removeprefix("--").removeprefix("config.")
+    if "=" not in text:
+        raise UsageError(f"Override {text!r} must look like --config.KEY=VALUE.")
+    key, value = text.split("=", 1)
+    return key, value
+
+
+def _coerce(key: str, raw: Any, current: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    if isinstance(current, str):
+        return raw
+    if isinstance(current, bool):
+        if raw.lower() in ("true", "1", "yes"):
+            return True
+        if raw.lower() in ("false", "0", "no"):
+            return False
+        raise UsageError(f"--config.{key} expects true or false, got {raw!r}.")
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError) as e:
+        raise UsageError(f"--config.{key}: cannot parse {raw!r} as a {type(current).__name__}.") from e
+    if isinstance(current, float) and isinstance(value, int):
+        value = float(value)
+    if current is not None and not isinstance(value, type(current)):
+        raise UsageError(
+            f"--config.{key} expects a {type(current).__name__}, got {raw!r}."
+        )
+    return value
+
+
+def apply_overrides(
+    cfg: ml_collections.ConfigDict, overrides: Mapping[str, Any] | Sequence[str]
+) -> None:
+    """Set dotted keys in place; unknown keys raise `UsageError` listing the known ones."""
+    items = overrides.items() if isinstance(overrides, Mapping) else map(parse_override, overrides)
+    for key, raw in items:
+        node, *_ = cfg, None
+        parts = key.split(".")
+        for part in parts[:-1]:
+            if part not in node or not isinstance(node[part], ml_collections.ConfigDict):
+                raise UsageError(f"Unknown config key {key!r} (no section {part!r}).")
+            node = node[part]
+        leaf = parts[-1]
+        if leaf not in node:
+            raise UsageError(
+                f"Unknown config key {key!r}. Known keys here: {', '.join(sorted(node.keys()))}."
+            )
+        with cfg.unlocked():
+            node[leaf] = _coerce(key, raw, node[leaf])

@@ -1,0 +1,191 @@
+"""The workload contract: what a benchmark declares, and nothing about how it is run.
+
+A workload is model + data + loss + metric + target. It never owns a training loop, a clock, a
+logger, a mesh or a checkpoint: `tpubench.train` does. Every method here is either pure (safe to
+trace under `jax.jit`) or host-side and says so.
+
+Batches are dicts of arrays. A train batch is the GLOBAL batch (leading dim = global batch size);
+the harness shards it over the mesh's batch axes. An eval batch additionally carries a float
+`"mask"` of shape [batch] (1 for real examples, 0 for padding) so that the last, partial eval
+batch can be padded to a fixed shape without a recompile.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+from flax import linen as nn
+
+Batch = dict[str, Any]
+PyTree = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A quality target: `metric` must reach `value` (>= if higher_is_better, else <=)."""
+
+    metric: str
+    value: float
+    higher_is_better: bool = True
+
+    def reached(self, quality: float) -> bool:
+        """True when `quality` meets the target; NaN never does."""
+        if quality != quality:  # NaN
+            return False
+        return quality >= self.value if self.higher_is_better else quality <= self.value
+
+
+class Workload(abc.ABC):
+    """Base class of every benchmark. Subclasses set the class attributes and the abstract methods.
+
+    Class attributes:
+      name: registry name (`tpubench run NAME`).
+      mlperf_name: the MLPerf `submission_benchmark` value ("resnet", "bert", ...).
+      configs: names of the config files under `workloads/<name>/configs/`.
+    """
+
+    name: str = ""
+    mlperf_name: str = ""
+    configs: tuple[str, ...] = ("full", "mini", "smoke")
+
+    def __init__(self, config: ml_collections.ConfigDict):
+        self.config = config
+
+    # ---- what the benchmark is -------------------------------------------------------------
+    @property
+    def target(self) -> Target:
+        """The quality target of this config (mini configs have their own)."""
+        c = self.config
+        return Target(c.target_metric, float(c.target_value), bool(c.get("higher_is_better", True)))
+
+    @property
+    def train_samples(self) -> int:
+        """Examples in one training epoch (MLPerf `train_samples`)."""
+        return int(self.config.train_samples)
+
+    @property
+    def eval_samples(self) -> int:
+        """Examples in one evaluation (MLPerf `eval_samples`)."""
+        return int(self.config.eval_samples)
+
+    # ---- model, state, loss ----------------------------------------------------------------
+    @abc.abstractmethod
+    def model(self) -> nn.Module:
+        """The linen Module, with logical partitioning annotations on its params."""
+
+    @abc.abstractmethod
+    def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
+        """Shapes/dtypes of a batch of `batch_size` examples (eval specs include "mask")."""
+
+    def init(self, rng: jax.Array) -> tuple[PyTree, PyTree]:
+        """Returns (params, model_state) for this config. Pure; runs under `jax.jit`/eval_shape.
+
+        The default initialises `model()` on a zero batch of `batch_spec(1, train=False)` without
+        the label/mask entries, calling `model.apply(variables, batch, train=...)` conventions; a
+        workload whose model takes other inputs overrides it. Params may be `nn.Partitioned`
+        boxes: the harness reads their logical names, then unboxes them.
+        """
+        spec = self.batch_spec(1, train=False)
+        inputs = jnp.zeros(spec["inputs"].shape, spec["inputs"].dtype)
+        variables = self.model().init({"params": rng, "dropout": rng}, inputs, train=False)
+        params = variables["params"]
+        model_state = {k: v for k, v in variables.items() if k != "params"}
+        return params, model_state
+
+    @abc.abstractmethod
+    def loss(
+        self, params: PyTree, model_state: PyTree, batch: Batch, rng: jax.Array
+    ) -> tuple[jax.Array, tuple[PyTree, dict[str, jax.Array]]]:
+        """Training loss of one batch. Pure.
+
+        Returns (scalar loss, (new_model_state, metrics)). `metrics` are scalar means over the
+        batch (e.g. {"loss": ..., "accuracy": ...}); the harness logs them one block late.
+        """
+
+    @abc.abstractmethod
+    def optimizer(self) -> optax.GradientTransformation:
+        """The optax transformation, with its learning-rate schedule built in."""
+
+    def learning_rate(self, step: int | jax.Array) -> float | jax.Array:
+        """The learning rate at `step` (for logs); 0 if the workload does not expose it."""
+        return 0.0
+
+    @abc.abstractmethod
+    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> dict[str, jax.Array]:
+        """Per-batch SUMS (not means) of eval statistics, computed on device. Pure.
+
+        Must weight each example by `batch["mask"]` so padding contributes nothing. The harness
+        adds the sums of all batches (and across hosts) before calling `eval_finalize`.
+        """
+
+    @abc.abstractmethod
+    def eval_finalize(self, sums: Mapping[str, np.ndarray]) -> float:
+        """Host side: the quality metric from the summed eval statistics (accuracy, BLEU, AUC)."""
+
+    # ---- data ------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def train_batches(
+        self, start_step: int, process_index: int, process_count: int
+    ) -> Iterator[Batch]:
+        """Host side: this process's slice of each GLOBAL train batch, from step `start_step`.
+
+        Yields numpy dicts of `global_batch_size // process_count` examples. Deterministic in
+        (config.seed, step), so that a resumed run sees exactly the batches it would have seen:
+        the data position in a checkpoint is just the step. Raises `tpubench.errors.UsageError`
+        (with the command that prepares the data) when the dataset is missing.
+        """
+
+    @abc.abstractmethod
+    def eval_batches(self, process_index: int, process_count: int) -> Iterator[Batch]:
+        """Host side: this process's eval batches of `eval_batch_size // process_count`
+        examples, padded with mask 0 so that every batch has the same shape."""
+
+    def check_data(self) -> None:
+        """Host side, before any compute: raise `UsageError` if the configured data is missing.
+
+        Must not read the data itself (MLPerf: nothing touches the dataset before run_start).
+        """
+
+    def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
+        """A train batch generated on device (the `synthetic` source). Pure.
+
+        Default: uniform floats in [0, 1) and integers in [0, config.num_classes) for each
+        entry of `batch_spec`. Override when labels need another range.
+        """
+        spec = self.batch_spec(batch_size, train=True)
+        keys = jax.random.split(rng, len(spec))
+        out = {}
+        for k, (name, s) in zip(keys, sorted(spec.items()), strict=True):
+            if jnp.issubdtype(s.dtype, jnp.integer):
+                out[name] = jax.random.randint(k, s.shape, 0, self.config.num_classes, s.dtype)
+            else:
+                out[name] = jax.random.uniform(k, s.shape, s.dtype)
+        return out
+
+    # ---- what the MLPerf log must carry ----------------------------------------------------
+    def mllog_hyperparameters(self) -> dict[str, Any]:
+        """The benchmark-specific MLPerf log keys (exactly-once keys of the v0.7 ruleset)."""
+        return {"global_batch_size": int(self.config.global_batch_size)}
+
+    def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
+        """Extra logical-axis rules this workload's annotations need (prepended to the
+        harness defaults in `tpubench.mesh`)."""
+        return ()
+
+    def describe(self) -> dict[str, Any]:
+        """What `tpubench list` and summaries say about this config."""
+        return {
+            "workload": self.name,
+            "config": self.config.get("config_name", "?"),
+            "dataset": self.config.get("dataset", "?"),
+            "target": dataclasses.asdict(self.target),
+            "mlperf": bool(self.config.get("is_mlperf", False)),
+        }
