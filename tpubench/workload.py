@@ -120,15 +120,23 @@ class Workload(abc.ABC):
 
     @abc.abstractmethod
     def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> dict[str, jax.Array]:
-        """Per-batch SUMS (not means) of eval statistics, computed on device. Pure.
+        """Eval statistics of one batch, computed on device. Pure.
 
-        Must weight each example by `batch["mask"]` so padding contributes nothing. The harness
-        adds the sums of all batches (and across hosts) before calling `eval_finalize`.
+        Two kinds of entries: SCALARS (shape ()) are per-batch SUMS, which must weight each
+        example by `batch["mask"]` so padding contributes nothing; the harness adds them over all
+        batches and hosts. Arrays with a leading batch dimension are PER-EXAMPLE outputs
+        (decoded token ids for BLEU, scores for AUC); the harness concatenates them over batches
+        and hosts and passes `"mask"` alongside, so `eval_finalize` can drop padding. Prefer sums:
+        per-example outputs cross device->host.
         """
 
     @abc.abstractmethod
-    def eval_finalize(self, sums: Mapping[str, np.ndarray]) -> float:
-        """Host side: the quality metric from the summed eval statistics (accuracy, BLEU, AUC)."""
+    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
+        """Host side: the quality metric from the gathered eval results (accuracy, BLEU, AUC).
+
+        `results` holds the summed scalars and the concatenated per-example arrays (with
+        `"mask"`) of `eval_step`.
+        """
 
     # ---- data ------------------------------------------------------------------------------
     @abc.abstractmethod

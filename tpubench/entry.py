@@ -1,0 +1,38 @@
+"""The absl entry point every `workloads/<name>/main.py` uses (Flax-example shape).
+
+    python -m workloads.resnet.main --config=workloads/resnet/configs/mini.py --workdir=DIR \\
+        [--config.KEY=VALUE ...]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from absl import app, flags
+from ml_collections import config_flags
+
+from tpubench.errors import UsageError
+
+
+def run(workload_name: str) -> None:
+    """Parse `--config`, `--workdir` and overrides, then train to target; never returns."""
+    flags.DEFINE_string("workdir", None, "Run directory (log, summary, checkpoints).")
+    config_flags.DEFINE_config_file("config", None, "Path to a config file.", lock_config=True)
+    flags.mark_flags_as_required(["config", "workdir"])
+
+    def main(argv: list[str]) -> None:
+        if len(argv) > 1:
+            raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+        from tpubench import train
+
+        config = flags.FLAGS.config
+        with config.unlocked():
+            config.workload = config.workload or workload_name
+        try:
+            summary = train.train_and_evaluate(config, flags.FLAGS.workdir)
+        except UsageError as e:
+            print(f"tpubench: error: {e}", file=sys.stderr)
+            sys.exit(2)
+        sys.exit(0 if summary["status"] in ("success", "preempted") else 1)
+
+    app.run(main)
