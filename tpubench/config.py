@@ -70,6 +70,12 @@ def base_config() -> ml_collections.ConfigDict:
     return c
 
 
+def config_names(workload: str) -> list[str]:
+    """The named configs a workload ships (its `configs/*.py` files), sorted."""
+    directory = WORKLOADS_ROOT / workload / "configs"
+    return sorted(p.stem for p in directory.glob("*.py") if not p.stem.startswith("_"))
+
+
 def config_path(workload: str, config: str) -> pathlib.Path:
     """Resolve a config name ("mini") or a path ("workloads/resnet/configs/mini.py")."""
     if config.endswith(".py"):
@@ -80,7 +86,7 @@ def config_path(workload: str, config: str) -> pathlib.Path:
     directory = WORKLOADS_ROOT / workload / "configs"
     path = directory / f"{config}.py"
     if not path.exists():
-        known = sorted(p.stem for p in directory.glob("*.py") if not p.stem.startswith("_"))
+        known = config_names(workload)
         raise UsageError(
             f"Unknown config {config!r} for workload {workload!r}. Known configs: "
             f"{', '.join(known) or 'none'}. Pass one of them (--config=mini) or a path to a "

@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
+import pathlib
 import sys
 
-from absl import app, flags
+from absl import app, flags, logging
 from ml_collections import config_flags
 
 from tpubench.errors import UsageError
@@ -25,9 +26,12 @@ def run(workload_name: str) -> None:
             raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
         from tpubench import train
 
+        logging.set_verbosity(logging.WARNING)  # orbax/absl INFO chatter; progress is printed
         config = flags.FLAGS.config
+        path = config_flags.get_config_filename(flags.FLAGS["config"])
         with config.unlocked():
             config.workload = config.workload or workload_name
+            config.config_name = config.config_name or pathlib.Path(path).stem
         try:
             summary = train.train_and_evaluate(config, flags.FLAGS.workdir)
         except UsageError as e:

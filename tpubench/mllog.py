@@ -11,6 +11,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 from typing import Any
 
 from mlperf_logging.mllog import constants, mllog
@@ -81,7 +82,11 @@ def check_compliance(
     log_path: str | os.PathLike, usage: str = "training", ruleset: str = "0.7.0"
 ) -> ComplianceResult:
     """Run `python -m mlperf_logging.compliance_checker` (the official tool) on one log."""
-    out_log = f"{os.fspath(log_path)}.compliance.txt"
+    with tempfile.TemporaryDirectory() as tmp:  # never write beside the log (it may be read-only)
+        return _run_checker(log_path, usage, ruleset, os.path.join(tmp, "compliance.txt"))
+
+
+def _run_checker(log_path, usage: str, ruleset: str, out_log: str) -> ComplianceResult:
     proc = subprocess.run(
         [
             sys.executable, "-m", "mlperf_logging.compliance_checker",

@@ -11,7 +11,9 @@ from tpubench.workload import Workload
 
 # name -> "module:Class". One line per workload.
 _WORKLOADS = {
+    "transformer": "workloads.transformer.workload:TransformerWorkload",
     "resnet": "workloads.resnet.workload:ResNetWorkload",
+    "bert": "workloads.bert.workload:BertWorkload",
 }
 
 

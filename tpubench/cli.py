@@ -1,0 +1,138 @@
+"""The `tpubench` command.
+
+    tpubench list
+    tpubench run WORKLOAD --config=mini [--workdir=DIR] [--config.KEY=VALUE ...]
+    tpubench check LOG [--ruleset=0.7.0]
+    tpubench report RESULTS_DIR [--out=DIR]            (tpubench.report.cli)
+    tpubench infer WORKLOAD --config=... --scenario=... (tpubench.infer.cli)
+    tpubench fit WORKLOAD --config=full --topology=v5p:2x2x2 (tpubench.fit)
+    tpubench launch local --processes=N -- CMD ...      (tpubench.launch_local)
+
+Bad input is a `UsageError`: one paragraph on stderr saying how to fix it, exit status 2, and
+nothing computed or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+# Subcommands implemented in their own modules: name -> "module:function(argv) -> int".
+_DELEGATES = {
+    "report": "tpubench.report.cli:main",
+    "infer": "tpubench.infer.cli:main",
+    "fit": "tpubench.fit:main",
+}
+
+
+def _cmd_list(argv: list[str]) -> int:
+    from tpubench import config as config_lib
+    from tpubench import registry
+
+    argparse.ArgumentParser(prog="tpubench list").parse_args(argv)
+    for name in registry.names():
+        cls = registry.workload_class(name)
+        print(f"{name}  (MLPerf: {cls.mlperf_name})")
+        for cfg_name in config_lib.config_names(name):
+            cfg = config_lib.load(name, cfg_name)
+            kind = "MLPerf closed" if cfg.is_mlperf else "not MLPerf"
+            print(
+                f"  --config={cfg_name:<9} {cfg.dataset:<22} target {cfg.target_metric} "
+                f"{'>=' if cfg.higher_is_better else '<='} {cfg.target_value}  [{kind}]"
+            )
+    return 0
+
+
+def _cmd_run(argv: list[str]) -> int:
+    from tpubench import config as config_lib
+    from tpubench import registry, results, train
+
+    parser = argparse.ArgumentParser(
+        prog="tpubench run",
+        description="Train WORKLOAD to its target. Extra --config.KEY=VALUE flags override keys.",
+    )
+    parser.add_argument("workload")
+    parser.add_argument("--config", required=True, help="config name (mini, full, ...) or path")
+    parser.add_argument("--workdir", help="run directory (default: results/<...>/run_<i>)")
+    parser.add_argument("--results_root", default="results")
+    args, rest = parser.parse_known_args(argv)
+    bad = [a for a in rest if not a.startswith("--config.")]
+    if bad:
+        parser.error(f"unrecognized arguments: {' '.join(bad)}")
+    registry.workload_class(args.workload)  # unknown workload -> UsageError
+    cfg = config_lib.load(args.workload, args.config, rest)
+    if not cfg.workload:
+        cfg.workload = args.workload
+    workdir = args.workdir
+    if workdir is None:
+        import jax
+
+        workdir = results.default_workdir(
+            args.results_root, cfg, train.platform_name(jax.devices()))
+    summary = train.train_and_evaluate(cfg, workdir)
+    print(json.dumps({k: summary.get(k) for k in (
+        "workload", "config", "status", "final_quality", "time_to_target_s", "workdir")}
+        | {"workdir": str(workdir)}))
+    return 0 if summary["status"] in ("success", "preempted") else 1
+
+
+def _cmd_check(argv: list[str]) -> int:
+    from tpubench import mllog
+
+    parser = argparse.ArgumentParser(prog="tpubench check",
+                                     description="Run the official MLPerf compliance checker.")
+    parser.add_argument("log")
+    parser.add_argument("--ruleset", default="0.7.0")
+    parser.add_argument("--usage", default="training")
+    args = parser.parse_args(argv)
+    if not os.path.isfile(args.log):
+        from tpubench.errors import UsageError
+
+        raise UsageError(f"No log file at {args.log!r}.")
+    result = mllog.check_compliance(args.log, args.usage, args.ruleset)
+    print(result.output)
+    print("VALID" if result.valid else "INVALID")
+    return 0 if result.valid else 1
+
+
+def _cmd_launch(argv: list[str]) -> int:
+    if not argv or argv[0] != "local":
+        from tpubench.errors import UsageError
+
+        raise UsageError("Usage: tpubench launch local --processes=N -- CMD ARGS... "
+                         "(Cloud TPU and SLURM launchers live in launch/, see the README).")
+    from tpubench import launch_local
+
+    return launch_local.main(argv[1:])
+
+
+_COMMANDS = {"list": _cmd_list, "run": _cmd_run, "check": _cmd_check, "launch": _cmd_launch}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `tpubench` console script."""
+    from tpubench.errors import UsageError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    names = sorted(list(_COMMANDS) + list(_DELEGATES))
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    try:
+        if cmd in _COMMANDS:
+            return _COMMANDS[cmd](rest)
+        if cmd in _DELEGATES:
+            module, fn = _DELEGATES[cmd].split(":")
+            return getattr(importlib.import_module(module), fn)(rest)
+        raise UsageError(f"Unknown command {cmd!r}. Commands: {', '.join(names)}.")
+    except UsageError as e:
+        print(f"tpubench: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""`tpubench infer`: serve a workload's model under the MLPerf LoadGen.
+
+    tpubench infer resnet --config=mini --scenario=Offline --workdir=DIR \\
+        [--mode=performance|accuracy] [--params=CHECKPOINT_WORKDIR] [--profile=quick|v0.7] \\
+        [--server-search[=TRIES]] [--expected-qps=QPS] [--batch-sizes=1,2,4,...] \\
+        [--max-batch=N] [--max-wait-ms=MS] [--multistream-samples=8] [--config.KEY=VALUE ...]
+
+Writes LoadGen's logs and `summary.json` into DIR and prints the summary's headline. Exit
+status: 0 VALID, 1 INVALID (the summary says why, in LoadGen's words), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from tpubench.errors import UsageError
+from tpubench.infer.settings import PROFILES, Mode, Scenario
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tpubench infer", description=__doc__.split("\n")[0])
+    p.add_argument("workload")
+    p.add_argument("--config", required=True, help="config name (mini, full) or file path")
+    p.add_argument("--scenario", required=True, type=Scenario.parse,
+                   help="Offline | Server | SingleStream | MultiStream")
+    p.add_argument("--mode", default="performance", choices=[m.value for m in Mode])
+    p.add_argument("--workdir", required=True, help="where LoadGen logs and summary.json go")
+    p.add_argument("--params", default=None,
+                   help="workdir of a training run: serve its checkpoint (random init otherwise)")
+    p.add_argument("--profile", default="quick", choices=sorted(PROFILES))
+    p.add_argument("--server-search", nargs="?", type=int, const=6, default=0, metavar="TRIES",
+                   help="Server: find the highest VALID target QPS in TRIES runs (default 6)")
+    p.add_argument("--expected-qps", type=float, default=0.0,
+                   help="Offline expected QPS / Server target QPS (default: from warm-up timing)")
+    p.add_argument("--batch-sizes", default="1,2,4,8,16,32,64",
+                   help="batch buckets compiled before the run")
+    p.add_argument("--max-batch", type=int, default=0, help="SUT batch cap (default: auto)")
+    p.add_argument("--max-wait-ms", type=float, default=None,
+                   help="Server: longest wait for a batch to fill (default: from the bound)")
+    p.add_argument("--multistream-samples", type=int, default=8,
+                   help="MultiStream samples per query")
+    return p
+
+
+def _variables(workload: Any, params_dir: str | None) -> tuple[Any, Any, str]:
+    """(params, model_state, where they came from): a checkpoint, or random init."""
+    import flax.linen as nn
+    import jax
+
+    if params_dir:
+        try:
+            from tpubench.checkpoint import restore_variables
+        except ImportError as e:
+            raise UsageError(f"--params needs tpubench.checkpoint.restore_variables: {e}") from e
+        try:
+            params, model_state = restore_variables(params_dir, workload)
+        except FileNotFoundError as e:
+            raise UsageError(str(e)) from e
+        return nn.unbox(params), nn.unbox(model_state), f"checkpoint:{params_dir}"
+    seed = int(workload.config.get("seed", 0))
+    params, model_state = jax.jit(workload.init)(jax.random.key(seed))
+    return nn.unbox(params), nn.unbox(model_state), f"random_init:seed={seed}"
+
+
+def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
+    """Build the workload, its spec and the engine, then run the scenario or the search."""
+    from tpubench import config as config_lib
+    from tpubench import registry
+    from tpubench.infer.runner import Engine, server_search
+    from tpubench.infer.spec import inference_spec
+
+    try:
+        batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
+    except ValueError as e:
+        raise UsageError(f"--batch-sizes must be integers separated by commas: {e}") from e
+    if not batch_sizes or min(batch_sizes) < 1:
+        raise UsageError("--batch-sizes needs at least one size >= 1.")
+    if args.server_search and args.scenario is not Scenario.SERVER:
+        raise UsageError("--server-search applies to --scenario=Server only.")
+    cfg = config_lib.load(args.workload, args.config, overrides)
+    with cfg.unlocked():
+        cfg.workload = cfg.workload or args.workload
+    workload = registry.create(cfg)
+    spec = inference_spec(workload)
+    params, model_state, source = _variables(workload, args.params)
+    info = {"workload": args.workload, "config": cfg.get("config_name", args.config),
+            "params": source}
+    engine = Engine.prepare(spec, params, model_state, batch_sizes, info)
+    settings = engine.default_settings(
+        args.scenario, Mode(args.mode), args.profile, args.expected_qps, args.multistream_samples
+    )
+    if args.server_search:
+        return server_search(engine, settings, args.workdir, tries=args.server_search)
+    return engine.run(settings, args.workdir, args.max_batch or None, args.max_wait_ms)
+
+
+def headline(summary: dict[str, Any]) -> str:
+    """One line: scenario, mode, validity, the metric, latency, and LoadGen's reasons."""
+    parts = [f"{summary.get('scenario')} {summary.get('mode', '')}: {summary['validity']}"]
+    for key in ("samples_per_s", "scheduled_samples_per_s", "search_best_qps",
+                "p50_latency_ms", "p90_latency_ms", "p99_latency_ms",
+                "accuracy", "reference_accuracy", "accuracy_target"):
+        value = summary.get(key)
+        if value is not None:
+            parts.append(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}")
+    for reason in summary.get("invalid_reasons", []):
+        parts.append(f"reason: {reason}")
+    return "; ".join(parts)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of `tpubench infer` (argv = the arguments after `infer`)."""
+    overrides = [a for a in argv if a.startswith("--config.")]
+    rest = [a for a in argv if not a.startswith("--config.")]
+    args = _parser().parse_args(rest)
+    try:
+        summary = run(args, overrides)
+    except UsageError as e:
+        print(f"tpubench: error: {e}", file=sys.stderr)
+        return 2
+    print(headline(summary))
+    for attempt in summary.get("search", []):
+        print("  search " + json.dumps(attempt))
+    print(f"summary: {args.workdir}/summary.json")
+    return 0 if summary["validity"] == "VALID" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,144 @@
+"""The small interface a workload implements to be served under LoadGen: `InferenceSpec`.
+
+A workload gets every MLPerf Inference scenario by providing one function that builds an
+`InferenceSpec` from the workload instance, and one line in `_SPECS` below (name ->
+"module:function"), so that no workload class has to change. The harness (`tpubench.infer`) owns
+the QSL, the SUT, batching, compilation, LoadGen settings and the logs; the spec owns only what
+is specific to the benchmark: its samples, its forward function, its metric and its bounds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tpubench.errors import UsageError
+
+PyTree = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Samples:
+    """The eval set on the host, preprocessed: `inputs` is an array or a dict of arrays whose
+    leading dimension indexes samples; `labels` is whatever `accuracy` needs (leading dim too)."""
+
+    inputs: PyTree
+    labels: np.ndarray
+
+    @property
+    def count(self) -> int:
+        """Number of samples."""
+        return int(self.labels.shape[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class InferenceSpec:
+    """What one benchmark declares to be served.
+
+    Fields:
+      mlperf_name: the MLPerf Inference benchmark name ("resnet50", "bert-99").
+      load_samples: host side, called once before the run (untimed): the preprocessed eval set.
+      apply: pure `(params, model_state, inputs) -> outputs` on a batch; outputs is ONE array
+        whose leading dim is the batch and whose rows are the per-sample responses LoadGen
+        logs (e.g. the top-1 class as int32, as the MLPerf reference does). The harness jits it
+        once per batch bucket before the run.
+      accuracy: host side, `(outputs [N, ...] in sample-index order, labels [N]) -> quality`.
+      server_latency_bound_ms: the Server p99 bound of MLPerf Inference v0.7.
+      multistream_latency_bound_ms: the v0.7 MultiStream per-query bound (0 = not a v0.7
+        MultiStream benchmark); reported next to LoadGen's current MultiStream metric.
+      reference_quality: the v0.7 FP32 reference quality on the full dataset (e.g. 0.7646).
+      quality_fraction: the share of the reference to reach (0.99 for "-99" benchmarks).
+      quality_metric: name of the metric `accuracy` returns.
+      performance_sample_count: v0.7 `performance_sample_count` (samples LoadGen may load).
+      measure_reference: optional `(params, model_state) -> quality` on the same data without
+        LoadGen (the training run's own eval); the accuracy check is then `quality_fraction`
+        of this measured value, which is how a mini model on small data is judged.
+    """
+
+    mlperf_name: str
+    load_samples: Callable[[], Samples]
+    apply: Callable[[PyTree, PyTree, PyTree], Any]
+    accuracy: Callable[[np.ndarray, np.ndarray], float]
+    server_latency_bound_ms: float
+    multistream_latency_bound_ms: float = 0.0
+    reference_quality: float = 0.0
+    quality_fraction: float = 0.99
+    quality_metric: str = "accuracy"
+    performance_sample_count: int = 1024
+    measure_reference: Callable[[PyTree, PyTree], float] | None = None
+
+    @property
+    def quality_target(self) -> float:
+        """`quality_fraction` of the v0.7 reference (e.g. 0.99 * 0.7646 = 0.75695)."""
+        return self.quality_fraction * self.reference_quality
+
+
+# Workload name -> "module:function(workload) -> InferenceSpec". One line per served workload.
+_SPECS = {
+    "resnet": "workloads.resnet.inference:resnet_inference_spec",
+    "bert": "workloads.bert.inference:bert_inference_spec",
+}
+
+
+def served_workloads() -> list[str]:
+    """Names of the workloads that declare an inference spec."""
+    return sorted(_SPECS)
+
+
+def inference_spec(workload: Any) -> InferenceSpec:
+    """The `InferenceSpec` of a workload instance (its class may also define
+    `inference_spec()`, which wins); `UsageError` if it has none."""
+    method = getattr(workload, "inference_spec", None)
+    if callable(method):
+        return method()
+    name = workload.name
+    if name not in _SPECS:
+        raise UsageError(
+            f"Workload {name!r} has no inference spec. Served workloads: "
+            f"{', '.join(served_workloads())}. Add 'module:function' to _SPECS in "
+            "tpubench/infer/spec.py."
+        )
+    module, function = _SPECS[name].split(":")
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        raise UsageError(f"The inference spec of {name!r} ({module}) is not available: {e}") from e
+    return getattr(mod, function)(workload)
+
+
+def eval_batches(workload: Any) -> Any:
+    """The workload's eval batches on one process, at most the number one eval runs (the
+    training loop's count: ceil(eval_samples / eval_batch_size)), in case the iterator repeats."""
+    c = workload.config
+    count = math.ceil(int(c.get("eval_samples", 0)) / int(c.eval_batch_size)) or None
+    return itertools.islice(workload.eval_batches(0, 1), count)
+
+
+def training_eval_quality(workload: Any, params: PyTree, model_state: PyTree) -> float:
+    """The workload's own eval (the one a training run reports) on these parameters, on one
+    process: jitted `eval_step` over `eval_batches`, scalars summed, per-example arrays
+    concatenated with their mask, then `eval_finalize`. The reference for the 99% rule."""
+    import jax
+
+    step = jax.jit(workload.eval_step)
+    sums: dict[str, np.ndarray] = {}
+    per_example: dict[str, list[np.ndarray]] = {}
+    for batch in eval_batches(workload):
+        out = jax.device_get(step(params, model_state, batch))
+        for key, value in out.items():
+            value = np.asarray(value)
+            if value.ndim == 0:
+                sums[key] = sums.get(key, 0) + value
+            else:
+                per_example.setdefault(key, []).append(value)
+        if per_example:
+            per_example.setdefault("mask", []).append(np.asarray(batch["mask"]))
+    results = dict(sums)
+    results.update({k: np.concatenate(v) for k, v in per_example.items()})
+    return float(workload.eval_finalize(results))

@@ -1,0 +1,204 @@
+"""The system under test: LoadGen queries -> batches -> pre-compiled `apply` -> completions.
+
+Three threads meet here:
+  * LoadGen's issue thread calls `issue_queries`, which only appends samples to a queue.
+  * The dispatcher takes up to `max_batch` queued samples (waiting at most `max_wait_s` for the
+    oldest one to get company, 0 outside Server), pads them to the smallest compiled batch
+    bucket, and launches the executable asynchronously.
+  * The completer blocks on the result (`block_until_ready`), copies it to the host and calls
+    `QuerySamplesComplete`; the host array that the response pointers point into stays
+    referenced until that call returns.
+Nothing is compiled during the run: `compile_buckets` builds one executable per batch size
+ahead of time, and an executable cannot recompile.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import mlperf_loadgen as lg
+import numpy as np
+
+from tpubench.infer.qsl import QuerySampleLibrary
+from tpubench.infer.spec import PyTree
+
+_STOP = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class Bucket:
+    """One compiled batch size, with its measured warm latency (seconds): the median of a few
+    runs (what batching decisions use) and the fastest (what throughput estimates use)."""
+
+    batch_size: int
+    executable: Any
+    latency_s: float
+    best_latency_s: float = 0.0
+
+
+def compile_buckets(
+    apply: Callable[[PyTree, PyTree, PyTree], Any],
+    params: PyTree,
+    model_state: PyTree,
+    qsl: QuerySampleLibrary,
+    batch_sizes: Sequence[int],
+    timing_repeats: int = 5,
+) -> dict[int, Bucket]:
+    """AOT-compile `apply` for each batch size and time it on real samples (untimed warm-up).
+
+    The timing covers what the SUT does per batch: host gather, transfer, compute, copy back.
+    """
+    buckets = {}
+    for b in sorted(set(int(b) for b in batch_sizes)):
+        exe = jax.jit(apply).lower(params, model_state, qsl.example_batch(b)).compile()
+        indices = list(range(min(b, qsl.total_count)))
+        times = []
+        for _ in range(timing_repeats + 1):
+            t0 = time.perf_counter()
+            batch = qsl.gather(indices, b)
+            np.asarray(jax.block_until_ready(exe(params, model_state, batch)))
+            times.append(time.perf_counter() - t0)
+        buckets[b] = Bucket(b, exe, float(np.median(times[1:])), float(min(times[1:])))
+    return buckets
+
+
+class BatchingSUT:
+    """A LoadGen SUT over pre-compiled buckets; use as a context manager (threads + handle)."""
+
+    def __init__(
+        self,
+        qsl: QuerySampleLibrary,
+        buckets: dict[int, Bucket],
+        params: PyTree,
+        model_state: PyTree,
+        max_batch: int,
+        max_wait_s: float = 0.0,
+        max_in_flight: int = 2,
+    ):
+        self.qsl = qsl
+        self.buckets = buckets
+        self.sizes = sorted(buckets)
+        self.params, self.model_state = params, model_state
+        self.max_batch = min(int(max_batch), self.sizes[-1])
+        self.max_wait_s = float(max_wait_s)
+        self._pending: collections.deque = collections.deque()  # (id, index, arrival_s)
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._done: queue.Queue = queue.Queue(maxsize=max_in_flight)
+        self.batches_run: collections.Counter = collections.Counter()
+        self.samples_completed = 0
+        self.handle = None
+        self._threads: list[threading.Thread] = []
+        self.error: BaseException | None = None
+
+    # ---- LoadGen callbacks -------------------------------------------------------------------
+    def issue_queries(self, query_samples) -> None:
+        """LoadGen issue thread: enqueue and return at once."""
+        now = time.perf_counter()
+        with self._cond:
+            self._pending.extend((q.id, q.index, now) for q in query_samples)
+            self._cond.notify()
+
+    def flush_queries(self) -> None:
+        """Nothing is held back beyond `max_wait_s`, so there is nothing to flush."""
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> BatchingSUT:
+        self._threads = [
+            threading.Thread(target=self._dispatch_loop, name="sut-dispatch"),
+            threading.Thread(target=self._complete_loop, name="sut-complete"),
+        ]
+        for t in self._threads:
+            t.daemon = True
+            t.start()
+        self.handle = lg.ConstructSUT(self.issue_queries, self.flush_queries)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        for t in self._threads:
+            t.join(timeout=60)
+        if self.handle is not None:
+            lg.DestroySUT(self.handle)
+            self.handle = None
+
+    def _fail(self, ids: list[int], error: BaseException) -> None:
+        """Complete `ids` with empty responses so LoadGen finishes instead of waiting forever;
+        the first error is re-raised by the runner after the test."""
+        self.error = self.error or error
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(q, 0, 0) for q in ids])
+
+    # ---- the two worker threads --------------------------------------------------------------
+    def _take_batch(self) -> list[tuple[int, int, float]] | None:
+        with self._cond:
+            while True:
+                if self._pending:
+                    waited = time.perf_counter() - self._pending[0][2]
+                    if len(self._pending) >= self.max_batch or waited >= self.max_wait_s:
+                        n = min(self.max_batch, len(self._pending))
+                        return [self._pending.popleft() for _ in range(n)]
+                    self._cond.wait(self.max_wait_s - waited)
+                elif self._stopping:
+                    return None
+                else:
+                    self._cond.wait()
+
+    def _dispatch_loop(self) -> None:
+        while (items := self._take_batch()) is not None:
+            ids = [q for q, _, _ in items]
+            try:
+                size = next(s for s in self.sizes if s >= len(ids))
+                batch = self.qsl.gather([i for _, i, _ in items], size)
+                outputs = self.buckets[size].executable(self.params, self.model_state, batch)
+            except Exception as e:
+                self._fail(ids, e)
+                continue
+            self.batches_run[size] += 1
+            self._done.put((ids, outputs))
+        self._done.put(_STOP)
+
+    def _complete_loop(self) -> None:
+        while (item := self._done.get()) is not _STOP:
+            ids, outputs = item
+            try:
+                host = np.ascontiguousarray(np.asarray(jax.block_until_ready(outputs))[: len(ids)])
+            except Exception as e:
+                self._fail(ids, e)
+                continue
+            row_bytes = host[0].nbytes if host.ndim > 1 else host.itemsize
+            base = host.ctypes.data
+            responses = [
+                lg.QuerySampleResponse(qid, base + k * row_bytes, row_bytes)
+                for k, qid in enumerate(ids)
+            ]
+            lg.QuerySamplesComplete(responses)
+            # `host` (the memory behind the pointers) is released only after the call returned.
+            del responses, host
+            self.samples_completed += len(ids)
+
+
+def server_batching(
+    buckets: dict[int, Bucket], latency_bound_ms: float
+) -> tuple[int, float]:
+    """(max_batch, max_wait_s) for Server that respect the p99 bound.
+
+    A sample can wait `max_wait` for company, then for the batch already running (<= t(b)),
+    then for its own batch (t(b)). We keep that sum within half the bound, leaving the other
+    half to host noise: the largest bucket with 2*t(b) <= bound/3, and
+    max_wait = min(bound/2 - 2*t(b), bound/4).
+    """
+    bound_s = latency_bound_ms / 1e3
+    fitting = [b for b, k in sorted(buckets.items()) if 2 * k.latency_s <= bound_s / 3]
+    max_batch = fitting[-1] if fitting else min(buckets)
+    t = buckets[max_batch].latency_s
+    max_wait = max(0.0, min(bound_s / 2 - 2 * t, bound_s / 4))
+    return max_batch, max_wait

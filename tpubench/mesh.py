@@ -1,0 +1,161 @@
+"""The device mesh and the shardings of state and batches, from config alone.
+
+Axes are ("data", "fsdp", "tensor"). `config.mesh` gives the per-slice (ICI) shape, `-1` meaning
+"fill with the remaining devices"; `config.dcn_mesh` the across-slice (DCN) shape for multi-slice.
+Params carry logical axis names (`nn.with_logical_partitioning`); `logical_axis_rules` maps them to
+mesh axes. FSDP (ZeRO-3 style) is a rule over shapes, not names: any param or optimizer-state array
+at least `fsdp_min_size` big gets its largest still-unsharded divisible dimension split over
+"fsdp", so every workload gets it without per-workload code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import ml_collections
+import numpy as np
+from flax import linen as nn
+from jax.experimental import mesh_utils
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from tpubench.errors import UsageError
+
+AXES = ("data", "fsdp", "tensor")
+BATCH_AXES = ("data", "fsdp")
+
+# Logical name -> mesh axis (or axes, or None = replicated). Workloads may prepend their own.
+DEFAULT_RULES: tuple[tuple[str, Any], ...] = (
+    ("batch", BATCH_AXES),
+    ("embed_rows", BATCH_AXES),  # row-sharded embedding tables (DLRM): rows over all devices
+    ("vocab", "tensor"),
+    ("mlp", "tensor"),
+    ("heads", "tensor"),
+    ("kv", None),
+    ("embed", None),
+    ("length", None),
+    ("conv_h", None),
+    ("conv_w", None),
+    ("conv_in", None),
+    ("conv_out", "tensor"),
+    ("classes", None),
+)
+
+
+def _resolve_shape(shape: dict[str, int], n: int, what: str) -> list[int]:
+    dims = [int(shape[a]) for a in AXES]
+    fills = [i for i, d in enumerate(dims) if d == -1]
+    if len(fills) > 1:
+        raise UsageError(f"{what}: at most one axis may be -1 (fill), got {dict(zip(AXES, dims))}.")
+    known = math.prod(d for d in dims if d != -1)
+    if fills:
+        if known <= 0 or n % known:
+            raise UsageError(
+                f"{what} {dict(zip(AXES, dims))} cannot fill {n} devices: the fixed axes' "
+                f"product {known} does not divide {n}."
+            )
+        dims[fills[0]] = n // known
+    if any(d <= 0 for d in dims):
+        raise UsageError(f"{what}: axis sizes must be positive or -1, got {dict(zip(AXES, dims))}.")
+    return dims
+
+
+def mesh_shape(config: ml_collections.ConfigDict, num_devices: int) -> tuple[list[int], list[int]]:
+    """(ici_shape, dcn_shape) for `num_devices`, with -1 filled; `UsageError` if it can't fit."""
+    dcn = _resolve_shape(config.dcn_mesh, num_devices, "dcn_mesh")
+    slices = math.prod(dcn)
+    if num_devices % slices:
+        raise UsageError(f"dcn_mesh {dcn} ({slices} slices) does not divide {num_devices} devices.")
+    ici = _resolve_shape(config.mesh, num_devices // slices, "mesh")
+    total = math.prod(ici) * slices
+    if total != num_devices:
+        raise UsageError(
+            f"The mesh {dict(zip(AXES, ici))} x dcn {dict(zip(AXES, dcn))} has {total} devices but "
+            f"this host sees {num_devices}. Make the product equal {num_devices}, or use -1 on "
+            "one axis to fill, e.g. --config.mesh.data=-1."
+        )
+    return ici, dcn
+
+
+def build_mesh(config: ml_collections.ConfigDict, devices: Sequence[Any] | None = None) -> Mesh:
+    """The Mesh over `devices` (default: all) with axes ("data", "fsdp", "tensor")."""
+    devices = list(jax.devices() if devices is None else devices)
+    ici, dcn = mesh_shape(config, len(devices))
+    if math.prod(dcn) > 1:
+        grid = mesh_utils.create_hybrid_device_mesh(ici, dcn, devices=devices)
+    else:
+        try:
+            grid = mesh_utils.create_device_mesh(ici, devices=devices)
+        except (AssertionError, NotImplementedError, ValueError):
+            grid = np.array(devices).reshape(ici)
+    return Mesh(grid, AXES)
+
+
+def batch_divisor(mesh: Mesh) -> int:
+    """How many ways the batch is split (data x fsdp)."""
+    return mesh.shape["data"] * mesh.shape["fsdp"]
+
+
+def check_batch(global_batch_size: int, mesh: Mesh, what: str = "global_batch_size") -> None:
+    """`UsageError` unless the batch splits evenly over the batch axes and processes."""
+    ways = batch_divisor(mesh)
+    if global_batch_size % ways:
+        raise UsageError(
+            f"{what}={global_batch_size} does not divide across the mesh's batch axes "
+            f"(data x fsdp = {ways}). Use a multiple of {ways}, e.g. "
+            f"--config.{what}={ways * max(1, round(global_batch_size / ways))}."
+        )
+    if global_batch_size % jax.process_count():
+        raise UsageError(
+            f"{what}={global_batch_size} does not divide across {jax.process_count()} processes."
+        )
+
+
+def batch_sharding(mesh: Mesh, leading_dims: int = 0) -> NamedSharding:
+    """Sharding of a batch array: examples over the batch axes, after `leading_dims` unsharded
+    dims (1 for a block of steps [K, B, ...])."""
+    return NamedSharding(mesh, P(*([None] * leading_dims), BATCH_AXES))
+
+
+def rules(extra: Sequence[tuple[str, Any]] = ()) -> tuple[tuple[str, Any], ...]:
+    """Workload rules first (they win), then the defaults."""
+    return tuple(extra) + DEFAULT_RULES
+
+
+def _fsdp_spec(spec: P, shape: tuple[int, ...], fsdp: int, min_size: int) -> P:
+    if fsdp <= 1 or math.prod(shape) < min_size:
+        return spec
+    axes = list(spec) + [None] * (len(shape) - len(spec))
+    used = {a for entry in axes if entry for a in ((entry,) if isinstance(entry, str) else entry)}
+    if "fsdp" in used:
+        return spec
+    for dim in sorted(range(len(shape)), key=lambda d: -shape[d]):
+        if axes[dim] is None and shape[dim] % fsdp == 0:
+            axes[dim] = "fsdp"
+            return P(*axes)
+    return spec
+
+
+def state_shardings(
+    abstract_boxed: Any, mesh: Mesh, axis_rules: Sequence[tuple[str, Any]], fsdp_min_size: int
+) -> Any:
+    """NamedShardings for a (possibly `nn.Partitioned`-boxed) abstract state pytree.
+
+    Logical names go through `axis_rules`; then the FSDP shape rule applies; unannotated leaves
+    (scalars, BN statistics) are replicated unless FSDP picks them.
+    """
+    logical = nn.get_partition_spec(abstract_boxed)
+    mesh_specs = nn.logical_to_mesh(logical, axis_rules)
+    unboxed = nn.meta.unbox(abstract_boxed)
+    fsdp = mesh.shape["fsdp"]
+
+    def to_sharding(spec, leaf):
+        spec = spec if isinstance(spec, P) else P()
+        return NamedSharding(mesh, _fsdp_spec(spec, tuple(leaf.shape), fsdp, fsdp_min_size))
+
+    return jax.tree.map(
+        to_sharding, mesh_specs, unboxed, is_leaf=lambda x: isinstance(x, P) or x is None
+    )

@@ -1,0 +1,99 @@
+"""Performance figures: FLOPs from XLA's cost analysis, peak FLOP/s per device, MFU.
+
+Accelerator peaks come from `tpubench.chips`; a CPU's is measured once (a large f32 matmul,
+best of several) and cached under ~/.cache/tpubench, because no table knows this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import platform
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from tpubench import chips
+
+CACHE_DIR = pathlib.Path(os.environ.get("TPUBENCH_CACHE_DIR", pathlib.Path.home() / ".cache" / "tpubench"))
+
+
+def flops_of(lowered_or_compiled: Any) -> float:
+    """Total FLOPs of one call, from XLA's `cost_analysis()` (0.0 if XLA reports none).
+
+    Use on ONE step, not a `lax.scan` block: XLA counts a loop body once, not per trip.
+    """
+    cost = lowered_or_compiled.cost_analysis()
+    if isinstance(cost, list | tuple):
+        cost = cost[0] if cost else {}
+    return float((cost or {}).get("flops", 0.0))
+
+
+def _cpu_key() -> str:
+    return f"{platform.machine()}-{platform.processor() or 'cpu'}-{os.cpu_count()}-jax{jax.__version__}"
+
+
+def measure_cpu_peak_flops(n: int = 1024, repeats: int = 10) -> float:
+    """Best-of-`repeats` f32 matmul FLOP/s on the default CPU device (all its threads)."""
+    a = jnp.ones((n, n), jnp.float32)
+    f = jax.jit(lambda x: x @ x)
+    f(a).block_until_ready()
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        f(a).block_until_ready()
+        best = min(best, time.perf_counter() - t)
+    return 2.0 * n**3 / best
+
+
+def cpu_peak_flops() -> float:
+    """This machine's measured CPU peak, cached per machine and jax version."""
+    path = CACHE_DIR / "cpu_peak.json"
+    key = _cpu_key()
+    try:
+        cached = json.loads(path.read_text())
+        if key in cached:
+            return float(cached[key])
+    except (OSError, ValueError):
+        cached = {}
+    peak = measure_cpu_peak_flops()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cached[key] = peak
+        path.write_text(json.dumps(cached, indent=1))
+    except OSError:
+        pass
+    return peak
+
+
+def peak_flops(devices: list[Any] | None = None, dtype: str = "bfloat16") -> float:
+    """Peak FLOP/s of all `devices` together (CPU: the machine's measured matmul peak, shared
+    by all simulated CPU devices)."""
+    devices = devices or jax.devices()
+    d = devices[0]
+    if d.platform == "cpu":
+        return cpu_peak_flops()
+    chip = chips.chip_for_device_kind(d.device_kind)
+    if chip is None:
+        return 0.0
+    per = chip.peak_fp32_flops if dtype == "float32" and chip.peak_fp32_flops else chip.peak_bf16_flops
+    return per * len(devices)
+
+
+def mfu(flops_per_step: float, steps: int, seconds: float, peak: float) -> float:
+    """Model FLOPs utilisation: achieved FLOP/s over peak (0.0 when unknown)."""
+    if seconds <= 0 or peak <= 0:
+        return 0.0
+    return flops_per_step * steps / seconds / peak
+
+
+def percentiles(values: list[float], qs: tuple[int, ...] = (50, 90, 99)) -> dict[str, float]:
+    """{"p50": ..., ...} of `values` (empty dict for none)."""
+    if not values:
+        return {}
+    arr = np.asarray(values, dtype=np.float64)
+    return {f"p{q}": float(np.percentile(arr, q)) for q in qs}

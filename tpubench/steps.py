@@ -1,0 +1,137 @@
+"""The pure step functions every workload shares: train state, one train step, a block of K
+steps under `lax.scan`, and the eval step. No mesh, no host: `tpubench.engine` compiles them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import optax
+from flax import linen as nn
+from jax import lax
+
+from tpubench.workload import Batch, Workload
+
+
+@flax.struct.dataclass
+class TrainState:
+    """Everything a step changes. `rng` is the run's base key; step keys are fold_in(rng, step),
+    so a resumed run draws exactly the randomness an uninterrupted one would."""
+
+    step: jax.Array
+    params: Any
+    opt_state: Any
+    model_state: Any
+    rng: jax.Array
+
+
+def boxed_init_fn(workload: Workload) -> Callable[[jax.Array], TrainState]:
+    """rng -> TrainState whose params/opt_state may still hold `nn.Partitioned` boxes."""
+    tx = workload.optimizer()
+
+    def init(rng: jax.Array) -> TrainState:
+        params, model_state = workload.init(rng)
+        return TrainState(
+            step=jnp.zeros([], jnp.int32),
+            params=params,
+            opt_state=tx.init(params),
+            model_state=model_state,
+            rng=rng,
+        )
+
+    return init
+
+
+def abstract_state(workload: Workload) -> TrainState:
+    """The unboxed ShapeDtypeStruct tree of the train state (no compute)."""
+    boxed = jax.eval_shape(boxed_init_fn(workload), jax.random.PRNGKey(0))
+    return nn.meta.unbox(boxed)
+
+
+def param_count(workload: Workload) -> int:
+    """Number of trainable parameters, from shapes alone."""
+    return sum(x.size for x in jax.tree.leaves(abstract_state(workload).params))
+
+
+def make_train_step(
+    workload: Workload, grad_reduce: Callable[[Any], Any] | None = None
+) -> Callable[[TrainState, Batch], tuple[TrainState, dict[str, jax.Array]]]:
+    """One optimizer step on one global batch. `grad_reduce` (pmap path) averages gradients,
+    metrics and model state across devices; under jit, XLA inserts the collectives itself."""
+    tx = workload.optimizer()
+
+    def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict[str, jax.Array]]:
+        rng = jax.random.fold_in(state.rng, state.step)
+
+        def loss_fn(params):
+            return workload.loss(params, state.model_state, batch, rng)
+
+        (loss, (model_state, metrics)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            state.params
+        )
+        metrics = dict(metrics, loss=loss)
+        if grad_reduce is not None:
+            grads, metrics, model_state = grad_reduce((grads, metrics, model_state))
+        updates, opt_state = tx.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        new_state = state.replace(
+            step=state.step + 1, params=params, opt_state=opt_state, model_state=model_state
+        )
+        return new_state, metrics
+
+    return train_step
+
+
+def _summarize(metrics: dict[str, jax.Array]) -> dict[str, jax.Array]:
+    """Block metrics: means over the K steps, the last loss, and whether every loss was finite."""
+    out = {k: jnp.mean(v) for k, v in metrics.items()}
+    out["last_loss"] = metrics["loss"][-1]
+    out["finite"] = jnp.all(jnp.isfinite(metrics["loss"]))
+    return out
+
+
+def make_block(train_step: Callable) -> Callable[[TrainState, Batch], tuple[TrainState, dict]]:
+    """K steps over host batches stacked as [K, B, ...]: one dispatch, no host round trip."""
+
+    def block(state: TrainState, batches: Batch) -> tuple[TrainState, dict]:
+        state, metrics = lax.scan(train_step, state, batches)
+        return state, _summarize(metrics)
+
+    return block
+
+
+def make_synthetic_block(
+    train_step: Callable,
+    workload: Workload,
+    steps: int,
+    batch_size: int,
+    constrain: Callable[[Batch], Batch] = lambda b: b,
+) -> Callable[[TrainState], tuple[TrainState, dict]]:
+    """K steps on batches generated on device (measures the chip, not the input pipeline)."""
+    data_key = jax.random.PRNGKey(workload.config.seed + 1)
+
+    def block(state: TrainState) -> tuple[TrainState, dict]:
+        def body(state, _):
+            batch = workload.synthetic_batch(jax.random.fold_in(data_key, state.step), batch_size)
+            return train_step(state, constrain(batch))
+
+        state, metrics = lax.scan(body, state, None, length=steps)
+        return state, _summarize(metrics)
+
+    return block
+
+
+def make_eval_step(workload: Workload) -> Callable[[TrainState, Batch], dict[str, jax.Array]]:
+    """The workload's eval step on the state; passes the mask through for per-example outputs."""
+
+    def eval_step(state: TrainState, batch: Batch) -> dict[str, jax.Array]:
+        out = dict(workload.eval_step(state.params, state.model_state, batch))
+        if any(jnp.ndim(v) > 0 for v in out.values()):
+            out["mask"] = batch["mask"]
+        return out
+
+    return eval_step

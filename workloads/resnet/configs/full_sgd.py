@@ -1,0 +1,30 @@
+"""ResNet-50 v1.5 on ImageNet, MLPerf v0.7 closed division, the SGD+momentum variant.
+
+Reference scaling: lr 0.128 * B / 256 (B = 1024 -> 0.512), warmup 5 epochs, poly decay (power 2)
+to 1e-4, momentum 0.9, weight decay 1e-4 * 2^N (N = 0), 90 epochs, eval every 4 epochs.
+
+    python -m workloads.resnet.main --config=workloads/resnet/configs/full_sgd.py --workdir=DIR
+"""
+
+import ml_collections
+
+from workloads.resnet.configs import full
+
+
+def get_config() -> ml_collections.ConfigDict:
+    c = full.get_config()
+    c.global_batch_size = 1024
+    c.eval_batch_size = 1024
+    c.label_smoothing = 0.0
+    c.optimizer = ml_collections.ConfigDict({
+        "name": "sgd",
+        "base_learning_rate": 0.512,
+        "end_learning_rate": 1e-4,
+        "poly_power": 2.0,
+        "warmup_epochs": 5.0,
+        "train_epochs": 90.0,
+        "momentum": 0.9,
+        "weight_decay": 1e-4,
+        "epsilon": 0.0,
+    })
+    return c

@@ -1,0 +1,59 @@
+"""ResNet-50 under MLPerf Inference v0.7 (`resnet50`): the workload's eval images as the QSL,
+the top-1 class as each sample's response (as the MLPerf reference does), top-1 accuracy.
+
+v0.7 figures: Server p99 bound 15 ms; MultiStream 50 ms per query; FP32 reference top-1 76.46%,
+so the target is 99% of it (75.695%); `performance_sample_count` 1024. A small config (mini:
+held-out digits) is judged against 99% of its own training eval on the same parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from tpubench.infer.spec import InferenceSpec, Samples, eval_batches, training_eval_quality
+
+
+def load_eval_samples(workload: Any) -> Samples:
+    """Every real (mask 1) eval example of the workload, as host arrays."""
+    images, labels = [], []
+    for batch in eval_batches(workload):
+        keep = np.asarray(batch["mask"]) > 0
+        images.append(np.asarray(batch["inputs"])[keep])
+        labels.append(np.asarray(batch["label"])[keep])
+    return Samples(np.concatenate(images), np.concatenate(labels).astype(np.int32))
+
+
+def top1_accuracy(outputs: np.ndarray, labels: np.ndarray) -> float:
+    """Share of samples whose predicted class equals the label."""
+    return float(np.mean(outputs.reshape(-1) == labels.reshape(-1)))
+
+
+def resnet_inference_spec(workload: Any) -> InferenceSpec:
+    """The `InferenceSpec` of a ResNetWorkload (any config)."""
+    model = workload.model()
+
+    def apply(params: Any, model_state: Any, images: Any) -> Any:
+        logits = model.apply({"params": params, **model_state}, images, train=False)
+        return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+
+    is_full = bool(workload.config.get("is_mlperf", False))
+    return InferenceSpec(
+        mlperf_name="resnet50",
+        load_samples=lambda: load_eval_samples(workload),
+        apply=apply,
+        accuracy=top1_accuracy,
+        server_latency_bound_ms=15.0,
+        multistream_latency_bound_ms=50.0,
+        reference_quality=0.7646,
+        quality_fraction=0.99,
+        quality_metric="top1_accuracy",
+        performance_sample_count=1024,
+        # The full config is judged against the v0.7 absolute target; smaller data against
+        # its own training eval of the same parameters.
+        measure_reference=None if is_full else (
+            lambda p, s: training_eval_quality(workload, p, s)
+        ),
+    )

@@ -1,0 +1,178 @@
+"""ResNet inputs: ImageNet through tfds with the MLPerf reference preprocessing, and the sklearn
+digits for the mini (real handwritten digits, bundled with scikit-learn: no network).
+
+ImageNet train: random-resized crop (area 8%-100%, aspect 3/4-4/3) to 224 + random flip; eval:
+resize the shorter side to 256 and center-crop 224 (crop_padding 32); both normalised by the
+ImageNet channel mean/std. Augmentation is stateless, seeded by (seed, example index), so the
+stream is a pure function of the step and a resumed run sees the same images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import ml_collections
+import numpy as np
+
+from tpubench import data
+from tpubench.errors import UsageError
+
+MEAN_RGB = np.array([0.485, 0.456, 0.406], np.float32) * 255
+STDDEV_RGB = np.array([0.229, 0.224, 0.225], np.float32) * 255
+CROP_PADDING = 32
+
+# ---- digits (mini) ------------------------------------------------------------------------------
+DIGITS_TEST_FRACTION = 0.2
+
+
+def load_digits() -> dict[str, dict[str, np.ndarray]]:
+    """sklearn's 1,797 8x8 digits, split 80/20 (stratified, fixed seed) into train/test."""
+    from sklearn.datasets import load_digits as sk_load
+    from sklearn.model_selection import train_test_split
+
+    d = sk_load()
+    images = (d.images.astype(np.float32) / 16.0 - 0.5)[..., None]  # [N, 8, 8, 1] in [-.5, .5]
+    labels = d.target.astype(np.int32)
+    xtr, xte, ytr, yte = train_test_split(
+        images, labels, test_size=DIGITS_TEST_FRACTION, random_state=0, stratify=labels
+    )
+    return {"train": {"inputs": xtr, "label": ytr}, "test": {"inputs": xte, "label": yte}}
+
+
+# ---- ImageNet via tfds --------------------------------------------------------------------------
+def tfds_builder(config: ml_collections.ConfigDict):
+    """The tfds builder for `config.dataset`, or a `UsageError` saying how to prepare it."""
+    import tensorflow_datasets as tfds
+
+    builder = tfds.builder(config.dataset, data_dir=config.data_dir or None)
+    if not builder.is_prepared():
+        raise UsageError(
+            f"The tfds dataset {config.dataset!r} is not prepared in data_dir "
+            f"{config.data_dir or '~/tensorflow_datasets'}. ImageNet needs a manual download: put "
+            "ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar in MANUAL_DIR, then run "
+            f"`tfds build {config.dataset} --data_dir=DATA_DIR --manual_dir=MANUAL_DIR` and pass "
+            "--config.data_dir=DATA_DIR (or set TPUBENCH_DATA_DIR). To measure speed without "
+            "data, use --config.data_source=synthetic."
+        )
+    return builder
+
+
+def _tf():
+    import tensorflow as tf
+
+    tf.config.set_visible_devices([], "GPU")  # tf.data only; keep the accelerators for JAX
+    return tf
+
+
+def _random_resized_crop(image_bytes, seed, size):
+    tf = _tf()
+    shape = tf.image.extract_jpeg_shape(image_bytes)
+    begin, crop, _ = tf.image.stateless_sample_distorted_bounding_box(
+        shape,
+        bounding_boxes=tf.constant([0.0, 0.0, 1.0, 1.0], tf.float32, [1, 1, 4]),
+        seed=seed,
+        min_object_covered=0.1,
+        aspect_ratio_range=(3 / 4, 4 / 3),
+        area_range=(0.08, 1.0),
+        max_attempts=10,
+        use_image_if_no_bounding_boxes=True,
+    )
+    y, x, _ = tf.unstack(begin)
+    h, w, _ = tf.unstack(crop)
+    image = tf.image.decode_and_crop_jpeg(image_bytes, tf.stack([y, x, h, w]), channels=3)
+    return tf.image.resize(image, [size, size], method="bicubic")
+
+
+def _center_crop(image_bytes, size):
+    tf = _tf()
+    shape = tf.image.extract_jpeg_shape(image_bytes)
+    h, w = shape[0], shape[1]
+    side = tf.cast(
+        size / (size + CROP_PADDING) * tf.cast(tf.minimum(h, w), tf.float32), tf.int32
+    )
+    y, x = (h - side + 1) // 2, (w - side + 1) // 2
+    image = tf.image.decode_and_crop_jpeg(image_bytes, tf.stack([y, x, side, side]), channels=3)
+    return tf.image.resize(image, [size, size], method="bicubic")
+
+
+def _normalize(image):
+    tf = _tf()
+    return (tf.cast(image, tf.float32) - MEAN_RGB) / STDDEV_RGB
+
+
+def imagenet_train(
+    config: ml_collections.ConfigDict, start_step: int, process_index: int, process_count: int
+) -> Iterator[dict[str, np.ndarray]]:
+    """This process's share of every global train batch, from `start_step`, as numpy."""
+    import tensorflow_datasets as tfds
+
+    tf = _tf()
+    builder = tfds_builder(config)
+    split = tfds.split_for_jax_process("train", process_index=process_index,
+                                       process_count=process_count)
+    ds = builder.as_dataset(split=split, decoders={"image": tfds.decode.SkipDecoding()},
+                            shuffle_files=True, read_config=tfds.ReadConfig(
+                                shuffle_seed=config.seed, interleave_cycle_length=16))
+    size = config.image_size
+    local = config.global_batch_size // process_count
+
+    def prep(index, ex):
+        seed = tf.stack([tf.cast(config.seed, tf.int64), index])
+        image = _normalize(_random_resized_crop(ex["image"], seed, size))
+        flip = tf.random.stateless_uniform([], seed=seed + 1) < 0.5
+        image = tf.where(flip, tf.image.flip_left_right(image), image)
+        return {"inputs": image, "label": tf.cast(ex["label"], tf.int32)}
+
+    options = tf.data.Options()
+    options.deterministic = True
+    ds = ds.repeat().shuffle(16 * local, seed=config.seed, reshuffle_each_iteration=True)
+    ds = ds.enumerate().map(prep, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.batch(local, drop_remainder=True).skip(start_step).prefetch(4).with_options(options)
+    return iter(tfds.as_numpy(ds))
+
+
+def imagenet_eval(
+    config: ml_collections.ConfigDict, process_index: int, process_count: int
+) -> Iterator[dict[str, np.ndarray]]:
+    """This process's eval batches (center crop), padded with mask 0 to full batches."""
+    import tensorflow_datasets as tfds
+
+    tf = _tf()
+    builder = tfds_builder(config)
+    split = tfds.split_for_jax_process(config.eval_split, process_index=process_index,
+                                       process_count=process_count)
+    ds = builder.as_dataset(split=split, decoders={"image": tfds.decode.SkipDecoding()})
+    size = config.image_size
+    local = config.eval_batch_size // process_count
+
+    def prep(ex):
+        return {
+            "inputs": _normalize(_center_crop(ex["image"], size)),
+            "label": tf.cast(ex["label"], tf.int32),
+            "mask": tf.constant(1.0, tf.float32),
+        }
+
+    ds = ds.map(prep, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.padded_batch(local, padding_values=None).prefetch(2)
+    for batch in tfds.as_numpy(ds):
+        n = len(batch["label"])
+        if n < local:
+            batch = {k: np.concatenate([v, np.zeros((local - n,) + v.shape[1:], v.dtype)])
+                     for k, v in batch.items()}
+        yield batch
+
+
+# ---- digits pipelines ----------------------------------------------------------------------------
+def digits_train(config, start_step, process_index, process_count):
+    """Mini train stream over the digits train split (deterministic in seed and step)."""
+    return data.in_memory_batches(
+        load_digits()["train"], config.global_batch_size, config.seed, start_step,
+        process_index, process_count,
+    )
+
+
+def digits_eval(config, process_index, process_count):
+    """Mini eval over the 360 held-out digits."""
+    return data.in_memory_eval_batches(
+        load_digits()["test"], config.eval_batch_size, process_index, process_count
+    )

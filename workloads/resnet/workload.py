@@ -1,0 +1,132 @@
+"""ResNet-50 v1.5 image classification (MLPerf `resnet`): the contract, nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from tpubench.errors import UsageError
+from tpubench.workload import Batch, Workload
+from workloads.resnet import input_pipeline, model, optim
+
+
+class ResNetWorkload(Workload):
+    """Top-1 classification with batch norm; LARS or SGD; label smoothing."""
+
+    name = "resnet"
+    mlperf_name = "resnet"
+    configs = ("full", "full_sgd", "mini", "smoke")
+
+    def model(self) -> model.ResNet:
+        m = self.config.model
+        return model.ResNet(
+            stage_sizes=tuple(m.stage_sizes),
+            num_classes=self.config.num_classes,
+            num_filters=m.num_filters,
+            stem=m.stem,
+            dtype=jnp.bfloat16 if self.config.dtype == "bfloat16" else jnp.float32,
+        )
+
+    def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
+        c = self.config
+        spec = {
+            "inputs": jax.ShapeDtypeStruct(
+                (batch_size, c.image_size, c.image_size, c.image_channels), jnp.float32),
+            "label": jax.ShapeDtypeStruct((batch_size,), jnp.int32),
+        }
+        if not train:
+            spec["mask"] = jax.ShapeDtypeStruct((batch_size,), jnp.float32)
+        return spec
+
+    def loss(self, params, model_state, batch, rng):
+        logits, new_state = self.model().apply(
+            {"params": params, **model_state}, batch["inputs"], train=True,
+            mutable=["batch_stats"],
+        )
+        labels = optax.smooth_labels(
+            jax.nn.one_hot(batch["label"], self.config.num_classes),
+            self.config.label_smoothing,
+        )
+        loss = optax.softmax_cross_entropy(logits, labels).mean()
+        accuracy = (jnp.argmax(logits, -1) == batch["label"]).mean()
+        return loss, (dict(new_state), {"accuracy": accuracy})
+
+    def optimizer(self) -> optax.GradientTransformation:
+        return optim.optimizer(self.config)
+
+    def learning_rate(self, step):
+        return optim.schedule(self.config)(step)
+
+    def eval_step(self, params, model_state, batch) -> dict[str, jax.Array]:
+        logits = self.model().apply({"params": params, **model_state}, batch["inputs"], train=False)
+        correct = (jnp.argmax(logits, -1) == batch["label"]).astype(jnp.float32)
+        return {"correct": jnp.sum(correct * batch["mask"]), "count": jnp.sum(batch["mask"])}
+
+    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
+        return float(results["correct"]) / max(float(results["count"]), 1.0)
+
+    # ---- data ------------------------------------------------------------------------------
+    def _source(self):
+        src = self.config.data_source
+        if src == "tfds":
+            return input_pipeline.imagenet_train, input_pipeline.imagenet_eval
+        if src == "digits":
+            return input_pipeline.digits_train, input_pipeline.digits_eval
+        raise UsageError(
+            f"resnet: unknown data_source {src!r}; use 'tfds' (ImageNet), 'digits' (mini) or "
+            "'synthetic'."
+        )
+
+    def check_data(self) -> None:
+        self._source()
+        if self.config.data_source == "tfds":
+            input_pipeline.tfds_builder(self.config)
+
+    def train_batches(self, start_step, process_index, process_count) -> Iterator[Batch]:
+        return self._source()[0](self.config, start_step, process_index, process_count)
+
+    def eval_batches(self, process_index, process_count) -> Iterator[Batch]:
+        return self._source()[1](self.config, process_index, process_count)
+
+    # ---- MLPerf log ----------------------------------------------------------------------------
+    def model_bn_span(self) -> int:
+        """Examples per batch-norm statistics group: the global batch under jit (XLA reduces
+        the statistics over the sharded batch), the per-device batch under pmap."""
+        c = self.config
+        if c.model_bn_span:
+            return int(c.model_bn_span)
+        if c.parallelism == "pmap":
+            return c.global_batch_size // jax.local_device_count()
+        return int(c.global_batch_size)
+
+    def mllog_hyperparameters(self) -> dict[str, Any]:
+        c, o = self.config, self.config.optimizer
+        keys: dict[str, Any] = {"global_batch_size": c.global_batch_size, "opt_name": o.name,
+                                "model_bn_span": self.model_bn_span()}
+        if o.name == "lars":
+            keys.update({
+                "lars_opt_base_learning_rate": o.base_learning_rate,
+                "lars_opt_end_learning_rate": o.end_learning_rate,
+                "lars_opt_learning_rate_decay_poly_power": o.poly_power,
+                "lars_opt_learning_rate_decay_steps": optim.decay_steps(c),
+                "lars_epsilon": o.epsilon,
+                "lars_opt_learning_rate_warmup_epochs": o.warmup_epochs,
+                "lars_opt_momentum": o.momentum,
+                "lars_opt_weight_decay": o.weight_decay,
+            })
+        else:
+            keys.update({
+                "sgd_opt_base_learning_rate": o.base_learning_rate,
+                "sgd_opt_end_learning_rate": o.end_learning_rate,
+                "sgd_opt_learning_rate_decay_poly_power": o.poly_power,
+                "sgd_opt_learning_rate_decay_steps": optim.decay_steps(c),
+                "sgd_opt_weight_decay": o.weight_decay,
+                "sgd_opt_momentum": o.momentum,
+                "opt_learning_rate_warmup_epochs": o.warmup_epochs,
+            })
+        return keys
