@@ -63,6 +63,9 @@ def _cmd_run(argv: list[str]) -> int:
     if bad:
         parser.error(f"unrecognized arguments: {' '.join(bad)}")
     registry.workload_class(args.workload)  # unknown workload -> UsageError
+    from tpubench import distributed
+
+    distributed.initialize_from_env()  # before any JAX computation; no-op for one process
     cfg = config_lib.load(args.workload, args.config, rest)
     if not cfg.workload:
         cfg.workload = args.workload

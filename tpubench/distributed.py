@@ -209,4 +209,10 @@ def initialize_from_env(environ: Mapping[str, str] | None = None) -> None:
         )
         _check_count_agrees(plan.num_processes, plan.process_id, plan.initialization_timeout_s)
     else:  # "slurm" and "auto": JAX reads the cluster's own environment.
-        jax.distributed.initialize(initialization_timeout=plan.initialization_timeout_s)
+        try:
+            jax.distributed.initialize(initialization_timeout=plan.initialization_timeout_s)
+        except ValueError as e:  # JAX found no cluster to join ("... should be defined")
+            raise UsageError(
+                f"{plan.method}: JAX could not discover the cluster ({e}). Set "
+                f"{', '.join(EXPLICIT_VARS)}, or {ENV_MODE}=off for a single process."
+            ) from e

@@ -24,7 +24,7 @@ def run(workload_name: str) -> None:
     def main(argv: list[str]) -> None:
         if len(argv) > 1:
             raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-        from tpubench import train
+        from tpubench import distributed, train
 
         logging.set_verbosity(logging.WARNING)  # orbax/absl INFO chatter; progress is printed
         config = flags.FLAGS.config
@@ -33,6 +33,7 @@ def run(workload_name: str) -> None:
             config.workload = config.workload or workload_name
             config.config_name = config.config_name or pathlib.Path(path).stem
         try:
+            distributed.initialize_from_env()  # before any JAX computation; no-op alone
             summary = train.train_and_evaluate(config, flags.FLAGS.workdir)
         except UsageError as e:
             print(f"tpubench: error: {e}", file=sys.stderr)

@@ -88,8 +88,9 @@ class Engine:
         """Explicit settings; a missing expected QPS/latency comes from the warm-up timing.
 
         Offline: twice the best full-bucket throughput (an over-estimate only lengthens the
-        run; an under-estimate makes it INVALID, and warm-up timings on a busy host are noisy). Server: half of the throughput at the Server batch,
-        capped at `SERVER_START_QPS_CAP` (use `server_search` to find the real figure).
+        run; an under-estimate makes it INVALID, and warm-up timings on a busy host are
+        noisy). Server: half of the throughput at the Server batch, capped at
+        `SERVER_START_QPS_CAP` (use `server_search` to find the real figure).
         """
         if not expected_qps:
             if scenario is Scenario.OFFLINE:

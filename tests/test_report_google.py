@@ -1,0 +1,161 @@
+"""Spec of `tpubench report` on Google's real MLPerf Training v0.7 submission tree.
+
+Every score is compared with what `mlperf_logging`'s own result summarizer computes for the same
+folder (its `_compute_strong_score_standalone`, the function `summarize_results` calls per
+benchmark folder); no official number is copied into this file.
+"""
+
+import contextlib
+import io
+import json
+import pathlib
+import re
+import shutil
+
+import pytest
+from mlperf_logging.result_summarizer import result_summarizer as official
+
+from tpubench.errors import UsageError
+from tpubench.mllog import check_compliance
+from tpubench.report import cli
+from tpubench.report.compliance import ComplianceCache, check_in_process, check_runs
+from tpubench.report.tree import load_tree, rescore
+
+
+def official_score(benchmark_folder: pathlib.Path, benchmark: str) -> float | None:
+    """The official summarizer's score for one results/<system>/<benchmark> folder."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        score, _, _ = official._compute_strong_score_standalone(
+            benchmark, benchmark_folder.parent.name, False, str(benchmark_folder),
+            "training", "0.7.0",
+        )
+    return score
+
+
+@pytest.fixture(scope="module")
+def google(shared_data_dir) -> pathlib.Path:
+    return shared_data_dir / "mlperf_v07_results" / "Google"
+
+
+@pytest.fixture(scope="module")
+def report_out(tmp_path_factory) -> pathlib.Path:
+    return tmp_path_factory.mktemp("report")
+
+
+@pytest.fixture(scope="module")
+def checked_tree(google, report_out):
+    tree = load_tree(google)
+    # The cache `tpubench report --out=report_out` reads: the CLI run below checks nothing again.
+    check_runs(tree.all_runs(), ComplianceCache(report_out / ".compliance_cache.json"))
+    rescore(tree)
+    return tree
+
+
+@pytest.fixture(scope="module")
+def cli_run(google, report_out, checked_tree):
+    out = report_out
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        status = cli.main([str(google), f"--out={out}"])
+    return status, stdout.getvalue(), out
+
+
+def _result(tree, system, benchmark):
+    return next(r for r in tree.results if r.system == system and r.benchmark == benchmark)
+
+
+def test_jax_resnet50_on_4096_tpu_v3_chips_scores_as_the_official_summarizer(
+    checked_tree, google
+):
+    res = _result(checked_tree, "tpu-v3-8192-JAX", "resnet")
+    assert res.chips == 4096  # systems/tpu-v3-8192-JAX.json: 512 nodes x 8 chips
+    assert res.framework == "JAX"
+    assert res.minutes == official_score(google / "results/tpu-v3-8192-JAX/resnet", "resnet")
+    assert res.verdict() == "valid"
+    assert res.compliance_summary() == "5/5 pass"
+
+
+def test_every_system_and_benchmark_scores_as_the_official_summarizer(checked_tree, google):
+    assert len(checked_tree.results) == len(list(google.glob("results/*/*")))
+    for res in checked_tree.results:
+        folder = google / "results" / res.system / res.benchmark
+        assert res.minutes == pytest.approx(official_score(folder, res.benchmark), rel=1e-12), (
+            res.system, res.benchmark)
+
+
+def test_one_aborted_run_counts_as_the_slowest(checked_tree, google):
+    # Google's TPU v3-1024 Mask R-CNN result has one run that aborted (run_stop status abort).
+    res = _result(checked_tree, "tpu-v3-1024-TF", "maskrcnn")
+    assert [r.status for r in res.runs].count("aborted") == 1
+    assert len(res.score.used) == 3  # 4 converged runs, the fastest dropped
+    assert res.minutes == official_score(google / "results/tpu-v3-1024-TF/maskrcnn", "maskrcnn")
+    assert res.verdict().startswith("1 run not converged (result_0")
+    assert res.compliance_summary() == "4/5 pass (fail: result_0)"
+
+
+def _abort(log: pathlib.Path, target: float) -> None:
+    """Rewrite a real log as a run that stopped short of `target` and says so."""
+    lines = []
+    for line in log.read_text().splitlines():
+        if '"key": "eval_accuracy"' in line:
+            value = json.loads(line.split(":::MLLOG", 1)[1])["value"]
+            if value >= target:
+                continue
+        lines.append(line.replace('"status": "success"', '"status": "aborted"'))
+    log.write_text("\n".join(lines) + "\n")
+
+
+def test_two_aborted_runs_make_the_result_invalid(google, tmp_path):
+    # Google's TPU v4-512 GNMT has one aborted run; abort a second one.
+    folder = tmp_path / "Google" / "results" / "tpu-v4-512-TF" / "gnmt"
+    shutil.copytree(google / "results/tpu-v4-512-TF/gnmt", folder)
+    _abort(folder / "result_1.txt", target=0.24)
+    tree = load_tree(tmp_path / "Google")
+    check_runs(tree.all_runs())
+    rescore(tree)
+    res = tree.results[0]
+    assert res.minutes is None and not res.valid
+    assert res.verdict() == "INVALID: 2 runs did not converge (at most 1 may)"
+    assert official_score(folder, "gnmt") is None  # the official tool gives no score either
+
+
+def test_in_process_compliance_verdicts_match_the_official_checker_cli(google, tmp_path):
+    # Copies: the checker CLI writes its own log beside the one it checks.
+    ok = shutil.copy(google / "results/tpu-v3-8192-JAX/resnet/result_0.txt", tmp_path / "ok.txt")
+    aborted = shutil.copy(google / "results/tpu-v3-1024-TF/maskrcnn/result_0.txt",
+                          tmp_path / "aborted.txt")
+    for log in (ok, aborted):
+        assert check_in_process(log).valid == check_compliance(log).valid
+    assert check_in_process(ok).valid
+    assert any("eval_accuracy" in line for line in check_in_process(aborted).failed_checks())
+
+
+def test_report_prints_official_scores_and_writes_tables_and_plots(cli_run, google):
+    status, stdout, out = cli_run
+    assert status == 0
+    expected = official_score(google / "results/tpu-v3-8192-JAX/resnet", "resnet")
+    row = next(line for line in stdout.splitlines() if line.startswith("| tpu-v3-8192-JAX | 4096"))
+    assert f"| {expected:.3f} |" in row and "5/5 pass" in row
+    assert "## maskrcnn" in stdout and "Performance profiles" in stdout
+    report = json.loads((out / "report.json").read_text())
+    jax_resnet = next(r for r in report["results"]
+                      if r["system"] == "tpu-v3-8192-JAX" and r["benchmark"] == "resnet")
+    assert jax_resnet["score_minutes"] == expected
+    assert (out / "report.md").read_text() in stdout
+    for name in ("quality_resnet.png", "quality_maskrcnn.png", "time_to_target.png",
+                 "chip_minutes.png", "profiles.png"):
+        png = (out / name).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000, name
+
+
+def test_every_benchmark_gets_a_quality_plot(cli_run, google):
+    _, _, out = cli_run
+    benchmarks = {p.name for p in google.glob("results/*/*")}
+    assert {p.name for p in out.glob("quality_*.png")} == {f"quality_{b}.png" for b in benchmarks}
+
+
+def test_missing_or_empty_results_dir_is_a_usage_error_saying_what_to_pass(tmp_path):
+    with pytest.raises(UsageError, match="does not exist"):
+        cli.main([str(tmp_path / "nope")])
+    with pytest.raises(UsageError, match=re.escape("results/<system>/<benchmark>/")):
+        cli.main([str(tmp_path), f"--out={tmp_path / 'out'}"])
