@@ -73,7 +73,10 @@ def base_config() -> ml_collections.ConfigDict:
 def config_names(workload: str) -> list[str]:
     """The named configs a workload ships (its `configs/*.py` files), sorted."""
     directory = WORKLOADS_ROOT / workload / "configs"
-    return sorted(p.stem for p in directory.glob("*.py") if not p.stem.startswith("_"))
+    return sorted(
+        p.stem for p in directory.glob("*.py")
+        if not p.stem.startswith("_") and "def get_config(" in p.read_text()
+    )
 
 
 def config_path(workload: str, config: str) -> pathlib.Path:

@@ -139,6 +139,10 @@ class PmapEngine:
         self.abstract_state = nn.meta.unbox(jax.eval_shape(self._init, jax.random.PRNGKey(0)))
         single = jax.sharding.SingleDeviceSharding(self.devices[0])
         self.state_shardings = jax.tree.map(lambda _: single, self.abstract_state)
+        # Leading axis over the local devices, in pmap's order (what device_put_sharded did
+        # before JAX removed it; flax's `replicate` places the state the same way).
+        stacked_mesh = jax.sharding.Mesh(np.array(self.devices), ("devices",))
+        self._stacked = NamedSharding(stacked_mesh, P("devices"))
 
     @contextlib.contextmanager
     def context(self):
@@ -208,7 +212,7 @@ class PmapEngine:
                 x = x.reshape((k, self.n, b // self.n) + x.shape[2:]).swapaxes(0, 1)
             else:
                 x = x.reshape((self.n, x.shape[0] // self.n) + x.shape[1:])
-            return jax.device_put_sharded(list(x), self.devices)
+            return jax.device_put(x, self._stacked)
 
         return {k: split(v) for k, v in host_batch.items()}
 

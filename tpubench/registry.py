@@ -14,6 +14,7 @@ _WORKLOADS = {
     "transformer": "workloads.transformer.workload:TransformerWorkload",
     "resnet": "workloads.resnet.workload:ResNetWorkload",
     "bert": "workloads.bert.workload:BertWorkload",
+    "dlrm": "workloads.dlrm.workload:DLRMWorkload",
 }
 
 

@@ -1,0 +1,40 @@
+"""Helpers for tests that run entry points the way a user does (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def env(**extra: str) -> dict[str, str]:
+    """The test environment for a child process: CPU only, quiet TF."""
+    e = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+    e.update(extra)
+    return e
+
+
+def run_main(workload: str, config: str, workdir, *overrides: str, timeout: int = 600,
+             **env_extra: str) -> subprocess.CompletedProcess:
+    """`python -m workloads.<workload>.main --config=... --workdir=... [--config.K=V ...]`."""
+    cmd = [sys.executable, "-m", f"workloads.{workload}.main",
+           f"--config=workloads/{workload}/configs/{config}.py", f"--workdir={workdir}",
+           *overrides]
+    return subprocess.run(cmd, cwd=REPO, env=env(**env_extra), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def tpubench(*args: str, timeout: int = 600, **env_extra: str) -> subprocess.CompletedProcess:
+    """The `tpubench` command (as `python -m tpubench.cli`, same code as the console script)."""
+    return subprocess.run([sys.executable, "-m", "tpubench.cli", *args], cwd=REPO,
+                          env=env(**env_extra), capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def summary(workdir) -> dict:
+    """A finished run's summary.json."""
+    return json.loads((pathlib.Path(workdir) / "summary.json").read_text())

@@ -1,0 +1,245 @@
+"""DLRM (MLPerf `dlrm`): full-scale shape and sharding, readers, one-step runs, compliance."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import linen as nn
+from jax.sharding import PartitionSpec as P
+
+from tpubench import config as config_lib
+from tpubench import mesh as mesh_lib
+from tpubench import mllog, registry, steps, train
+from tpubench.errors import UsageError
+from workloads.dlrm import criteo, flights
+from workloads.dlrm.configs import full
+from workloads.dlrm.model import dot_interaction
+
+# Reference DLRM for Criteo 1TB at max-ind-range 40M: 26 x 128 embeddings + the two MLPs.
+EMBEDDING_PARAMS = 24_034_227_072
+BOTTOM_MLP_PARAMS = (13 * 512 + 512) + (512 * 256 + 256) + (256 * 128 + 128)  # 171,392
+TOP_MLP_PARAMS = (479 * 1024 + 1024) + (1024 * 1024 + 1024) + (1024 * 512 + 512) + (
+    512 * 256 + 256) + (256 + 1)  # 2,197,505
+
+
+def _workload(name: str, **overrides):
+    return registry.create(config_lib.load("dlrm", name, overrides))
+
+
+def _abstract_params(workload):
+    return jax.eval_shape(steps.boxed_init_fn(workload), jax.random.PRNGKey(0)).params
+
+
+def _count(params) -> int:
+    return sum(math.prod(x.shape) for x in jax.tree.leaves(nn.meta.unbox(params)))
+
+
+def test_full_config_has_the_reference_parameter_count():
+    assert sum(full.CRITEO_1TB_TABLE_SIZES) * 128 == EMBEDDING_PARAMS
+    assert max(full.CRITEO_1TB_TABLE_SIZES) <= 40_000_000
+    unpadded = _workload("full", embedding_rows_multiple=1)
+    assert _count(_abstract_params(unpadded)) == 24_036_595_969
+    assert EMBEDDING_PARAMS + BOTTOM_MLP_PARAMS + TOP_MLP_PARAMS == 24_036_595_969
+    stored = _count(_abstract_params(_workload("full")))
+    assert stored == 24_039_181_313  # sharded tables padded to 4,096-row multiples
+    assert stored / 24_036_595_969 - 1 < 2e-4
+
+
+def test_full_config_top_mlp_reads_the_479_wide_interaction():
+    params = nn.meta.unbox(_abstract_params(_workload("full")))
+    assert params["top_mlp"]["dense_0"]["kernel"].shape == (479, 1024)
+    assert params["bottom_mlp"]["dense_0"]["kernel"].shape == (13, 512)
+    assert params["embedding_0"].shape == (39_886_848, 128)  # 39,884,406 padded to 4,096k
+
+
+def test_full_config_row_shards_large_tables_and_replicates_small_ones():
+    boxed = _abstract_params(_workload("full"))
+    specs = nn.logical_to_mesh(nn.get_partition_spec(boxed), mesh_lib.rules())
+    sharded = {i for i, rows in enumerate(full.CRITEO_1TB_TABLE_SIZES) if rows >= 65536}
+    assert sharded == {0, 9, 10, 11, 19, 20, 21, 22}
+    for i in range(26):
+        expected = P(("data", "fsdp"), None) if i in sharded else P(None, None)
+        assert specs[f"embedding_{i}"] == expected, i
+        assert boxed[f"embedding_{i}"].value.shape[0] % (4096 if i in sharded else 1) == 0
+
+
+def test_dot_interaction_is_the_strict_lower_triangle_after_the_dense_vector():
+    rng = np.random.default_rng(0)
+    bottom, emb = rng.normal(size=(2, 4)), rng.normal(size=(2, 3, 4))
+    out = np.asarray(dot_interaction(jnp.asarray(bottom), jnp.asarray(emb)))
+    vectors = np.concatenate([bottom[:, None], emb], axis=1)
+    pairs = [vectors[:, i] @ vectors[:, j].T for i in range(4) for j in range(i)]
+    expected = np.concatenate([bottom, np.stack([np.diag(p) for p in pairs], 1)], axis=1)
+    assert out.shape == (2, 4 + 6)
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+def test_learning_rate_warms_up_holds_then_decays_with_power_2():
+    w = _workload("full")
+    lr = lambda s: float(w.learning_rate(s))
+    assert lr(0) == 0.0
+    assert lr(1375) == pytest.approx(12.0)
+    assert lr(2750) == pytest.approx(24.0) and lr(49315) == pytest.approx(24.0)
+    assert lr(49315 + 27772 // 2) == pytest.approx(24.0 * 0.25, rel=1e-3)
+    assert lr(49315 + 27772) == 0.0
+
+
+def test_mllog_hyperparameters_carry_every_dlrm_key_of_the_full_config():
+    assert _workload("full").mllog_hyperparameters() == {
+        "global_batch_size": 55296,
+        "opt_base_learning_rate": 24.0,
+        "sgd_opt_base_learning_rate": 24.0,
+        "opt_learning_rate_warmup_steps": 2750,
+        "lr_decay_start_steps": 49315,
+        "sgd_opt_learning_rate_decay_steps": 27772,
+        "sgd_opt_learning_rate_decay_poly_power": 2,
+    }
+
+
+def test_parses_the_shared_criteo_sample(shared_data_dir):
+    path = shared_data_dir / "criteo_sample" / "criteo_sample.txt"
+    lines = path.read_text().splitlines()
+    sizes = full.CRITEO_1TB_TABLE_SIZES
+    arrays = criteo.parse_lines(lines[1:], sizes, delimiter=",")
+    assert arrays["dense"].shape == (200, 13) and arrays["sparse"].shape == (200, 26)
+    assert arrays["label"].sum() == sum(line.startswith("1,") for line in lines[1:])
+    # Row 0: "0,,3,260.0,,17668.0,...,05db9164,08d6d899,...": missing -> 0, log1p, hex % rows.
+    np.testing.assert_allclose(arrays["dense"][0, :5], np.log1p([0, 3, 260, 0, 17668]), rtol=1e-6)
+    assert arrays["sparse"][0, 0] == 0x05DB9164 % sizes[0]
+    assert arrays["sparse"][0, 1] == 0x08D6D899 % sizes[1]
+    assert (arrays["sparse"] < np.array(sizes)).all() and (arrays["sparse"] >= 0).all()
+
+
+def _write_tsv_days(directory, rows_per_day: dict[int, int], seed: int = 0) -> list[str]:
+    rng = np.random.default_rng(seed)
+    written = []
+    for day in range(24):
+        lines = []
+        for _ in range(rows_per_day.get(day, 0)):
+            dense = ["" if rng.random() < 0.2 else str(rng.integers(-1, 500)) for _ in range(13)]
+            sparse = ["" if rng.random() < 0.1 else f"{rng.integers(0, 2**32):08x}"
+                      for _ in range(26)]
+            lines.append("\t".join([str(rng.integers(0, 2)), *dense, *sparse]) + "\n")
+        (directory / f"day_{day}").write_text("".join(lines))
+        written.extend(lines)
+    return written
+
+
+def test_tsv_train_batches_start_at_the_step_and_take_the_process_share(tmp_path):
+    lines = _write_tsv_days(tmp_path, {0: 40, 1: 30})
+    sizes = (7,) * 26
+    resumed = criteo.tsv_train_batches(str(tmp_path), sizes, 16, 2, 1, 2)
+    expected = criteo.parse_lines(lines[2 * 16 + 8: 2 * 16 + 16], sizes)
+    batch = next(resumed)
+    for key in ("label", "dense", "sparse"):
+        np.testing.assert_array_equal(batch[key], expected[key])
+    # 70 rows = 4 whole batches of 16; the 5th step starts the next epoch at row 0.
+    wrapped = next(criteo.tsv_train_batches(str(tmp_path), sizes, 16, 4, 0, 1))
+    first = criteo.parse_lines(lines[:16], sizes)
+    np.testing.assert_array_equal(wrapped["sparse"], first["sparse"])
+
+
+def test_binary_reader_seeks_to_the_step_and_wraps(tmp_path):
+    rows = np.arange(10 * 40, dtype=np.int32).reshape(10, 40)
+    path = tmp_path / criteo.BINARY_TRAIN
+    rows.tofile(path)
+    sizes = (1000,) * 26
+    batch = next(criteo.binary_train_batches(path, sizes, 4, 2, 1, 2))  # rows 10, 11 -> 0, 1
+    np.testing.assert_array_equal(batch["label"], [0.0, 40.0])
+    np.testing.assert_array_equal(batch["sparse"][:, 0], [14, 54])
+    np.testing.assert_allclose(batch["dense"][1, 0], np.log1p(41.0))
+    evals = list(criteo.binary_eval_batches(path, sizes, 10, 4, 0, 1))
+    assert [b["mask"].sum() for b in evals] == [4, 4, 2]
+
+
+def test_flights_features_are_schedule_only_and_match_the_config():
+    data = flights.load()
+    used = set(flights.DENSE_FEATURES) | set(flights.CATEGORICAL_FEATURES)
+    assert not used & set(flights.LEAKING_COLUMNS)
+    assert (len(data.train), len(data.eval)) == (flights.TRAIN_ROWS, flights.EVAL_ROWS)
+    assert data.table_sizes == flights.TABLE_SIZES
+    assert 0.2 < data.train.label.mean() < 0.27  # ~24% of flights arrive > 15 min late
+    assert (data.train.sparse < np.array(flights.TABLE_SIZES)).all()
+
+
+def test_tfds_and_missing_criteo_data_are_usage_errors(tmp_path):
+    with pytest.raises(UsageError, match="no Criteo 1TB builder"):
+        _workload("full", data_source="tfds").check_data()
+    with pytest.raises(UsageError, match="terabyte_processed_train.bin"):
+        _workload("full", data_dir=str(tmp_path)).check_data()
+    with pytest.raises(UsageError, match="day_0"):
+        _workload("full", data_source="criteo_tsv", data_dir=str(tmp_path)).check_data()
+
+
+def _run(tmp_path, name: str, **overrides) -> dict:
+    cfg = config_lib.load("dlrm", name, overrides)
+    return train.train_and_evaluate(cfg, tmp_path / "run")
+
+
+def test_smoke_one_train_and_eval_step_on_synthetic_data(tmp_path):
+    summary = _run(tmp_path, "smoke")
+    assert summary["steps"] == 1 and summary["status"] == "aborted"
+    assert 0.0 <= summary["final_quality"] <= 1.0
+
+
+def test_smoke_one_train_and_eval_step_through_the_criteo_tsv_reader(tmp_path):
+    _write_tsv_days(tmp_path, {0: 40, 23: 40})
+    summary = _run(tmp_path, "smoke", data_source="criteo_tsv", data_dir=str(tmp_path))
+    assert summary["steps"] == 1 and summary["status"] == "aborted"
+    assert 0.0 <= summary["final_quality"] <= 1.0
+
+
+def test_full_config_log_fails_only_the_quality_target(tmp_path):
+    smoke = config_lib.load("dlrm", "smoke")
+    summary = _run(tmp_path, "full", data_source="synthetic", dtype="float32",
+                   table_sizes=smoke.table_sizes, embedding_dim=8, bottom_mlp=(16, 8),
+                   top_mlp=(16, 1), embedding_shard_min_rows=256, embedding_rows_multiple=8,
+                   global_batch_size=32, eval_batch_size=32, eval_samples=32,
+                   eval_every_samples=32, max_train_samples=32, steps_per_dispatch=1)
+    result = mllog.check_compliance(summary["mlperf_log"])
+    assert not result.valid
+    assert result.failed_checks() == [
+        "WARNING -  Failed checks for eval_accuracy : v['value'] >= 0.8025 and v['value'] < 1.0",
+        "ERROR - FAILED",
+    ]
+
+
+@pytest.mark.slow
+def test_mini_reaches_its_auc_target_with_a_compliant_log(tmp_path):
+    summary = _run(tmp_path, "mini")
+    assert summary["status"] == "success"
+    assert summary["final_quality"] >= 0.81
+    assert mllog.check_compliance(summary["mlperf_log"]).valid
+    written = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert written["status"] == "success"
+
+
+_SHARDED_RUN = """
+import json, sys
+import jax
+from tpubench import config as config_lib, engine, mesh as mesh_lib, registry, train
+cfg = config_lib.load("dlrm", "smoke", {"mesh.data": 4, "mesh.fsdp": 2})
+eng = engine.JitEngine(registry.create(cfg), mesh_lib.build_mesh(cfg))
+specs = {k: str(v.spec) for k, v in eng.state_shardings.params.items() if k.startswith("emb")}
+summary = train.train_and_evaluate(cfg, sys.argv[1])
+print(json.dumps({"specs": specs, "quality": summary["final_quality"]}))
+"""
+
+
+@pytest.mark.slow
+def test_row_sharded_tables_train_on_8_devices_like_on_one(tmp_path, repo_root):
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", _SHARDED_RUN, str(tmp_path / "r8")],
+                          cwd=repo_root, env=env, capture_output=True, text=True, check=True)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["specs"]["embedding_0"] == "P(('data', 'fsdp'), None)"  # 1000 rows
+    assert result["specs"]["embedding_1"] == "P(None, None)"  # 3 rows: replicated
+    single = _run(tmp_path, "smoke")
+    assert result["quality"] == pytest.approx(single["final_quality"], abs=1e-6)
