@@ -18,10 +18,14 @@ def _shared_dir() -> pathlib.Path:
 
 @pytest.fixture(scope="session")
 def shared_data_dir() -> pathlib.Path:
-    """`../shared/data`: must exist in CI; a test that needs it fails loudly, never skips."""
+    """`../shared/data`: in CI (CI=true) a missing directory FAILS the test; on a user's machine,
+    where it does not exist, the test is skipped with the reason printed (pytest -rs)."""
     path = _shared_dir() / "data"
     if not path.is_dir():
-        pytest.fail(f"shared data directory {path} is missing (set TPUBENCH_SHARED_DIR)")
+        message = f"shared data directory {path} is missing (set TPUBENCH_SHARED_DIR)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
     return path
 
 

@@ -1,0 +1,69 @@
+"""ResNet-50 throughput on whatever JAX sees: init + AOT compile time, step time, images/s and
+MFU (against the chip table, or on CPU the measured matmul peak), for the mini and for full
+ResNet-50 on synthetic data generated on device.
+
+    JAX_PLATFORMS=cpu python benchmarks/resnet_throughput.py --full_batch=32 --dtype=float32
+    python benchmarks/resnet_throughput.py --full_batch=256 --dtype=bfloat16 --steps=20  # GPU/TPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import jax
+
+from tpubench import config as config_lib
+from tpubench import engine, perf, registry
+from tpubench import mesh as mesh_lib
+
+
+def measure(name: str, overrides: dict, steps_timed: int) -> dict:
+    cfg = config_lib.load("resnet", name, dict(overrides, data_source="synthetic",
+                                                steps_per_dispatch=1))
+    w = registry.create(cfg)
+    t = time.perf_counter()
+    eng = engine.JitEngine(w, mesh_lib.build_mesh(cfg))
+    compiled = eng.compile(1, synthetic=True)
+    state = eng.init_state(cfg.seed)
+    jax.block_until_ready(state)
+    init_s = time.perf_counter() - t
+    state, m = compiled["train"](state)  # first run (allocations), not timed
+    jax.block_until_ready(m)
+    times = []
+    for _ in range(steps_timed):
+        t = time.perf_counter()
+        state, m = compiled["train"](state)
+        jax.block_until_ready(m)
+        times.append(time.perf_counter() - t)
+    step_s = statistics.median(times)
+    peak = perf.peak_flops(jax.devices(), cfg.dtype)
+    flops = compiled["flops_per_step"]
+    return {"config": name, "batch": cfg.global_batch_size, "image": cfg.image_size,
+            "init_compile_s": init_s, "step_s": step_s,
+            "images_per_s": cfg.global_batch_size / step_s, "gflop_per_step": flops / 1e9,
+            "mfu": perf.mfu(flops, 1, step_s, peak), "peak_gflops": peak / 1e9}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--full_batch", type=int, default=32)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
+    args = p.parse_args()
+    rows = [measure("mini", {}, 20),
+            measure("full", {"global_batch_size": args.full_batch, "eval_batch_size":
+                             args.full_batch, "dtype": args.dtype}, args.steps)]
+    print(f"{jax.devices()[0].device_kind}: peak {rows[1]['peak_gflops']:.1f} GFLOP/s "
+          f"({args.dtype}; CPU: measured f32 matmul), {jax.device_count()} device(s)")
+    print("| config | batch | image | init+compile s | step s | images/s | GFLOP/step | MFU |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['config']} | {r['batch']} | {r['image']} | {r['init_compile_s']:.1f} | "
+              f"{r['step_s']:.3f} | {r['images_per_s']:.1f} | {r['gflop_per_step']:.2f} | "
+              f"{100 * r['mfu']:.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
