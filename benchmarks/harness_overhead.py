@@ -17,12 +17,11 @@ import tempfile
 import time
 
 import jax
-import numpy as np
 import optax
 from absl import logging
 
 from tpubench import config as config_lib
-from tpubench import registry, steps, train
+from tpubench import registry, train
 from workloads.resnet import input_pipeline
 
 

@@ -3,9 +3,8 @@
 import os
 
 import nbformat
-from nbclient import NotebookClient
-
 import runs
+from nbclient import NotebookClient
 
 
 def test_quickstart_notebook_trains_the_mini_to_target_and_plots(tmp_path):

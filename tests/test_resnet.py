@@ -9,8 +9,8 @@ from unittest import mock
 import jax
 import numpy as np
 import pytest
-
 import runs
+
 from tpubench import config as config_lib
 from tpubench import mllog, perf, registry, steps, train
 

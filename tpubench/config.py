@@ -142,7 +142,9 @@ def _coerce(key: str, raw: Any, current: Any) -> Any:
     try:
         value = ast.literal_eval(raw)
     except (ValueError, SyntaxError) as e:
-        raise UsageError(f"--config.{key}: cannot parse {raw!r} as a {type(current).__name__}.") from e
+        raise UsageError(
+            f"--config.{key}: cannot parse {raw!r} as a {type(current).__name__}."
+        ) from e
     if isinstance(current, float) and isinstance(value, int):
         value = float(value)
     if current is not None and not isinstance(value, type(current)):

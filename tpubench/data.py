@@ -148,7 +148,9 @@ def in_memory_eval_batches(
         yield batch
 
 
-def synthetic_eval_batches(workload: Workload, num_batches: int, process_count: int) -> Iterator[Batch]:
+def synthetic_eval_batches(
+    workload: Workload, num_batches: int, process_count: int
+) -> Iterator[Batch]:
     """Host-side random eval batches of the right shapes (the synthetic source measures speed,
     not quality, so its eval numbers are meaningless by design)."""
     bs = workload.config.eval_batch_size // process_count

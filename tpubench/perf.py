@@ -19,7 +19,9 @@ import numpy as np
 
 from tpubench import chips
 
-CACHE_DIR = pathlib.Path(os.environ.get("TPUBENCH_CACHE_DIR", pathlib.Path.home() / ".cache" / "tpubench"))
+CACHE_DIR = pathlib.Path(
+    os.environ.get("TPUBENCH_CACHE_DIR", pathlib.Path.home() / ".cache" / "tpubench")
+)
 
 
 def flops_of(lowered_or_compiled: Any) -> float:
@@ -34,7 +36,8 @@ def flops_of(lowered_or_compiled: Any) -> float:
 
 
 def _cpu_key() -> str:
-    return f"{platform.machine()}-{platform.processor() or 'cpu'}-{os.cpu_count()}-jax{jax.__version__}"
+    cpu = platform.processor() or "cpu"
+    return f"{platform.machine()}-{cpu}-{os.cpu_count()}-jax{jax.__version__}"
 
 
 def measure_cpu_peak_flops(n: int = 1024, repeats: int = 10) -> float:
@@ -80,7 +83,8 @@ def peak_flops(devices: list[Any] | None = None, dtype: str = "bfloat16") -> flo
     chip = chips.chip_for_device_kind(d.device_kind)
     if chip is None:
         return 0.0
-    per = chip.peak_fp32_flops if dtype == "float32" and chip.peak_fp32_flops else chip.peak_bf16_flops
+    fp32 = dtype == "float32" and chip.peak_fp32_flops
+    per = chip.peak_fp32_flops if fp32 else chip.peak_bf16_flops
     return per * len(devices)
 
 

@@ -231,7 +231,8 @@ def _run(workload, run, log, mesh, cadence, platform, resumed, source) -> dict:
                     break
                 if step >= cadence.max_steps or (c.max_time_s and elapsed() > c.max_time_s):
                     break
-                if c.checkpoint_every_evals and len(progress["history"]) % c.checkpoint_every_evals == 0:
+                every = c.checkpoint_every_evals
+                if every and len(progress["history"]) % every == 0:
                     _save(mgr, eng, state, progress, elapsed(), step)
         except Diverged as e:
             error = str(e)
@@ -241,7 +242,7 @@ def _run(workload, run, log, mesh, cadence, platform, resumed, source) -> dict:
     jax.block_until_ready(state)
     run_s = elapsed()
     log.end(K.RUN_STOP, metadata={"status": status})
-    # ---- untimed from here ------------------------------------------------------------------------
+    # ---- untimed from here -------------------------------------------------------------------
     _save(mgr, eng, state, progress, run_s, step)
     mgr.close()
     return _summarize(workload, run, status, error, quality, run_s, init_s, progress, compiled,

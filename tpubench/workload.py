@@ -161,6 +161,7 @@ class Workload(abc.ABC):
 
         Must not read the data itself (MLPerf: nothing touches the dataset before run_start).
         """
+        return None
 
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """A train batch generated on device (the `synthetic` source). Pure.

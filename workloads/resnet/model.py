@@ -35,13 +35,14 @@ class BottleneckBlock(nn.Module):
         y = self.conv(self.filters * 4, (1, 1))(y)
         y = self.norm(scale_init=nn.initializers.zeros)(y)  # zero-init last BN gamma
         if residual.shape != y.shape:
-            residual = self.conv(self.filters * 4, (1, 1), self.strides, name="conv_proj")(residual)
+            proj = self.conv(self.filters * 4, (1, 1), self.strides, name="conv_proj")
+            residual = proj(residual)
             residual = self.norm(name="norm_proj")(residual)
         return self.act(residual + y)
 
 
 class ResNet(nn.Module):
-    """ResNet v1.5 classifier; `__call__(images [B,H,W,C], train) -> logits float32 [B, classes]`."""
+    """ResNet v1.5 classifier: `__call__(images [B,H,W,C], train)` -> float32 logits."""
 
     stage_sizes: Sequence[int]
     num_classes: int
@@ -66,7 +67,8 @@ class ResNet(nn.Module):
         )
         x = jnp.asarray(x, self.dtype)
         if self.stem == "imagenet":
-            x = conv(self.num_filters, (7, 7), (2, 2), padding=[(3, 3), (3, 3)], name="conv_init")(x)
+            stem = conv(self.num_filters, (7, 7), (2, 2), padding=[(3, 3)] * 2, name="conv_init")
+            x = stem(x)
             x = nn.relu(norm(name="bn_init")(x))
             x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
         else:
@@ -75,7 +77,9 @@ class ResNet(nn.Module):
         for i, block_size in enumerate(self.stage_sizes):
             for j in range(block_size):
                 strides = (2, 2) if i > 0 and j == 0 else (1, 1)
-                x = BottleneckBlock(self.num_filters * 2**i, conv=conv, norm=norm, strides=strides)(x)
+                block = BottleneckBlock(
+                    self.num_filters * 2**i, conv=conv, norm=norm, strides=strides)
+                x = block(x)
         x = jnp.mean(x, axis=(1, 2))
         x = nn.Dense(
             self.num_classes,
