@@ -46,7 +46,7 @@ def _tiny_spec() -> tuple[InferenceSpec, dict]:
 
     spec = InferenceSpec(
         mlperf_name="tiny", load_samples=lambda: Samples(x, labels), apply=apply,
-        accuracy=accuracy, server_latency_bound_ms=15.0, multistream_latency_bound_ms=50.0,
+        accuracy=accuracy, server_latency_bound_ms=15.0, multistream_latency_bound_ms=200.0,
         measure_reference=lambda p, s: accuracy(np.asarray(apply(p, s, x)), labels),
     )
     return spec, params
@@ -78,7 +78,7 @@ def test_multistream_reports_the_v07_bound_and_issues_full_queries(engine, tmp_p
     summary = engine.run(settings, tmp_path)
     assert summary["samples_per_query"] == 8
     assert summary["sut"]["batches_run"] == {"8": summary["query_count"]}
-    assert summary["v07_multistream_bound_ms"] == 50.0
+    assert summary["v07_multistream_bound_ms"] == 200.0
     assert summary["v07_multistream_bound_met"] is True
 
 

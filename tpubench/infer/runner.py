@@ -94,7 +94,8 @@ class Engine:
         """
         if not expected_qps:
             if scenario is Scenario.OFFLINE:
-                expected_qps = OFFLINE_QPS_MARGIN * self.throughput_estimate()
+                expected_qps = OFFLINE_QPS_MARGIN * self.throughput_estimate(
+                    self.best_offline_batch())
             elif scenario is Scenario.SERVER:
                 max_batch, _ = server_batching(self.buckets, self.spec.server_latency_bound_ms)
                 expected_qps = min(0.5 * self.throughput_estimate(max_batch),
@@ -116,7 +117,14 @@ class Engine:
         """(max_batch, max_wait_s) of the SUT for this scenario."""
         if settings.scenario is Scenario.SERVER:
             return server_batching(self.buckets, settings.latency_bound_ms)
+        if settings.scenario is Scenario.OFFLINE:
+            return self.best_offline_batch(), 0.0
         return max(self.buckets), 0.0
+
+    def best_offline_batch(self) -> int:
+        """The bucket with the highest measured samples/s (on CPUs the largest batch is often
+        slower per sample than a middle one)."""
+        return max(self.buckets, key=self.throughput_estimate)
 
     def run(
         self,
