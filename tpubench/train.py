@@ -172,7 +172,8 @@ def _run(workload, run, log, mesh, cadence, platform, resumed, source) -> dict:
         state = eng.init_state(c.seed)
     progress["attempts"] += 1
     for key, value in workload.mllog_hyperparameters().items():
-        log.event(key, value)
+        value, metadata = value if isinstance(value, tuple) else (value, None)
+        log.event(key, value, metadata=metadata)
     log.event(K.TRAIN_SAMPLES, workload.train_samples)
     log.event(K.EVAL_SAMPLES, workload.eval_samples)
     step = int(jax.device_get(eng.for_checkpoint(state).step))

@@ -181,7 +181,11 @@ class Workload(abc.ABC):
 
     # ---- what the MLPerf log must carry ----------------------------------------------------
     def mllog_hyperparameters(self) -> dict[str, Any]:
-        """The benchmark-specific MLPerf log keys (exactly-once keys of the v0.7 ruleset)."""
+        """The benchmark-specific MLPerf log keys (exactly-once keys of the v0.7 ruleset).
+
+        A value may be a `(value, metadata_dict)` tuple when the ruleset checks metadata (e.g.
+        transformer's `max_sequence_length` with `{"method": "discard"}`).
+        """
         return {"global_batch_size": int(self.config.global_batch_size)}
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
