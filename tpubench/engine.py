@@ -193,7 +193,7 @@ class PmapEngine:
         evaluate = jax.pmap(eval_fn, axis_name=self.axis, devices=self.devices).lower(
             state_in, self._spec(ebs // self.n, False, (self.n,))).compile()
         return {
-            "train": train,
+            "train": _first_replica_metrics(train),
             "eval": _unshard_outputs(evaluate),
             "flops_per_step": flops,
         }
@@ -223,6 +223,17 @@ class PmapEngine:
     def from_checkpoint(self, state: steps.TrainState) -> steps.TrainState:
         """Replicate a restored single-device state."""
         return jax_utils.replicate(state, self.devices)
+
+
+def _first_replica_metrics(compiled_train):
+    """pmapped block -> (per-device state, metrics of replica 0). The metrics are pmean'd, so
+    every replica holds the same values, and the loop reads them as scalars, as under jit."""
+
+    def run(*args):
+        state, metrics = compiled_train(*args)
+        return state, {k: v[0] for k, v in metrics.items()}
+
+    return run
 
 
 def _unshard_outputs(compiled_eval):

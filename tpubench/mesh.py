@@ -45,21 +45,25 @@ DEFAULT_RULES: tuple[tuple[str, Any], ...] = (
 )
 
 
+def _named(dims: Sequence[int]) -> dict[str, int]:
+    return dict(zip(AXES, dims, strict=True))
+
+
 def _resolve_shape(shape: dict[str, int], n: int, what: str) -> list[int]:
     dims = [int(shape[a]) for a in AXES]
     fills = [i for i, d in enumerate(dims) if d == -1]
     if len(fills) > 1:
-        raise UsageError(f"{what}: at most one axis may be -1 (fill), got {dict(zip(AXES, dims))}.")
+        raise UsageError(f"{what}: at most one axis may be -1 (fill), got {_named(dims)}.")
     known = math.prod(d for d in dims if d != -1)
     if fills:
         if known <= 0 or n % known:
             raise UsageError(
-                f"{what} {dict(zip(AXES, dims))} cannot fill {n} devices: the fixed axes' "
+                f"{what} {_named(dims)} cannot fill {n} devices: the fixed axes' "
                 f"product {known} does not divide {n}."
             )
         dims[fills[0]] = n // known
     if any(d <= 0 for d in dims):
-        raise UsageError(f"{what}: axis sizes must be positive or -1, got {dict(zip(AXES, dims))}.")
+        raise UsageError(f"{what}: axis sizes must be positive or -1, got {_named(dims)}.")
     return dims
 
 
@@ -73,7 +77,7 @@ def mesh_shape(config: ml_collections.ConfigDict, num_devices: int) -> tuple[lis
     total = math.prod(ici) * slices
     if total != num_devices:
         raise UsageError(
-            f"The mesh {dict(zip(AXES, ici))} x dcn {dict(zip(AXES, dcn))} has {total} devices but "
+            f"The mesh {_named(ici)} x dcn {_named(dcn)} has {total} devices but "
             f"this host sees {num_devices}. Make the product equal {num_devices}, or use -1 on "
             "one axis to fill, e.g. --config.mesh.data=-1."
         )

@@ -112,9 +112,13 @@ def make_synthetic_block(
     constrain: Callable[[Batch], Batch] = lambda b: b,
 ) -> Callable[[TrainState], tuple[TrainState, dict]]:
     """K steps on batches generated on device (measures the chip, not the input pipeline)."""
-    data_key = jax.random.PRNGKey(workload.config.seed + 1)
+    seed = workload.config.seed + 1
 
     def block(state: TrainState) -> tuple[TrainState, dict]:
+        # The key is made while tracing, not eagerly: an eager op would run on the mesh's
+        # devices, which are compile-only for `tpubench fit`.
+        data_key = jax.random.PRNGKey(seed)
+
         def body(state, _):
             batch = workload.synthetic_batch(jax.random.fold_in(data_key, state.step), batch_size)
             return train_step(state, constrain(batch))

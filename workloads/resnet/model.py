@@ -14,6 +14,8 @@ from typing import Any
 import jax.numpy as jnp
 from flax import linen as nn
 
+from tpubench import layers
+
 ModuleDef = Any
 CONV_AXES = ("conv_h", "conv_w", "conv_in", "conv_out")
 
@@ -51,6 +53,7 @@ class ResNet(nn.Module):
     dtype: Any = jnp.float32
     bn_momentum: float = 0.9
     bn_epsilon: float = 1e-5
+    bn_span: int = 0  # examples per batch-norm statistics group (config.model_bn_span); 0 = all
 
     @nn.compact
     def __call__(self, x, train: bool = True):
@@ -59,8 +62,9 @@ class ResNet(nn.Module):
         )
         conv = partial(nn.Conv, use_bias=False, dtype=self.dtype, kernel_init=kernel_init)
         norm = partial(
-            nn.BatchNorm,
+            layers.BatchNorm,
             use_running_average=not train,
+            span=self.bn_span,
             momentum=self.bn_momentum,
             epsilon=self.bn_epsilon,
             dtype=self.dtype,

@@ -29,6 +29,7 @@ class ResNetWorkload(Workload):
             num_classes=self.config.num_classes,
             num_filters=m.num_filters,
             stem=m.stem,
+            bn_span=int(self.config.model_bn_span),
             dtype=jnp.bfloat16 if self.config.dtype == "bfloat16" else jnp.float32,
         )
 

@@ -1,0 +1,172 @@
+"""Subprocess side of the scale tests: runs with as many simulated CPU devices as the test asks
+(XLA_FLAGS is set by the caller before JAX starts) and prints one JSON object on its last line.
+
+    python tests/scale_worker.py strategies         # each sharding strategy, 3 steps of a ResNet
+    python tests/scale_worker.py save WORKDIR       # train the smoke config data-parallel, dump
+    python tests/scale_worker.py restore WORKDIR    # restore that checkpoint FSDP, compare
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import jax
+import numpy as np
+
+from tpubench import checkpoint, registry, train
+from tpubench import config as config_lib
+from tpubench import engine as engine_lib
+from tpubench import mesh as mesh_lib
+
+jax.config.update("jax_threefry_partitionable", True)
+
+# The smoke ResNet cut to two one-block stages of 16 and 32 filters on 16x16x3 images (compile
+# time is what these tests spend), with a schedule long enough that the first steps move the
+# params: LARS, lr 2.0 decaying over 10 steps of 16 examples.
+BASE = {"global_batch_size": 16, "eval_batch_size": 16, "train_samples": 160,
+        "optimizer.warmup_epochs": 0.0, "optimizer.train_epochs": 1.0, "image_size": 16,
+        "model.stage_sizes": (1, 1), "model.num_filters": 16, "fsdp_min_size": 4096}
+STEPS = 3
+# The largest conv kernel, (3, 3, 32, 32) = 9216 values: above fsdp_min_size, so FSDP shards it;
+# a BN scale (32,) is below it and stays replicated.
+KERNEL = ("params", "BottleneckBlock_1", "Conv_1", "kernel")
+BN_SCALE = ("params", "BottleneckBlock_1", "BatchNorm_1", "scale")
+BN_MEAN = ("model_state", "batch_stats", "BottleneckBlock_1", "BatchNorm_1", "mean")
+
+
+def run_in_subprocess(devices: int, *args: str, timeout: int = 600) -> dict[str, Any]:
+    """Run this script with `devices` simulated CPU devices (test side); its JSON result."""
+    repo = pathlib.Path(__file__).resolve().parent.parent
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    proc = subprocess.run([sys.executable, __file__, *args], env=env, cwd=repo,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def batches(n: int, size: int) -> list[dict[str, np.ndarray]]:
+    """`n` fixed host batches of random images and labels (the same in every process)."""
+    rng = np.random.default_rng(0)
+    return [{"inputs": rng.normal(size=(size, 16, 16, 3)).astype(np.float32),
+             "label": rng.integers(0, 10, size).astype(np.int32)} for _ in range(n)]
+
+
+def _leaf(state: Any, path: tuple[str, ...]) -> Any:
+    node = getattr(state, path[0])
+    for key in path[1:]:
+        node = node[key]
+    return node
+
+
+def _momentum(state: Any, path: tuple[str, ...]) -> Any:
+    """The optimizer's momentum ("trace") leaf for the param at `path`."""
+    found = [leaf for p, leaf in jax.tree_util.tree_flatten_with_path(state.opt_state)[0]
+             if "trace" in jax.tree_util.keystr(p)
+             and all(f"['{k}']" in jax.tree_util.keystr(p) for k in path[1:])]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _describe(x: jax.Array) -> dict[str, Any]:
+    sharding = x.sharding
+    spec = getattr(sharding, "spec", None)
+    return {"spec": list(spec) if spec is not None else type(sharding).__name__,
+            "shard_shape": list(x.addressable_shards[0].data.shape),
+            "devices": len(sharding.device_set)}
+
+
+def run_strategy(overrides: dict[str, Any], devices: list[Any]) -> dict[str, Any]:
+    """Train STEPS steps of the smoke ResNet under `overrides`; losses, shardings, BN stats."""
+    cfg = config_lib.load("resnet", "smoke", {**BASE, **overrides})
+    workload = registry.create(cfg)
+    mesh = mesh_lib.build_mesh(cfg, devices=devices)
+    eng = engine_lib.create(workload, mesh)
+    compiled = eng.compile(1, synthetic=False)
+    state = eng.init_state(cfg.seed)
+    losses = []
+    with eng.context():
+        for batch in batches(STEPS, cfg.global_batch_size):
+            block = {k: v[None] for k, v in batch.items()}
+            state, metrics = compiled["train"](state, eng.put(block, block=True))
+            losses.append(float(np.ravel(metrics["last_loss"])[0]))  # pmap: one per device
+    single = eng.for_checkpoint(state)
+    return {
+        "losses": losses,
+        "mesh": dict(mesh.shape),
+        "kernel": _describe(_leaf(state, KERNEL)),
+        "kernel_momentum": _describe(_momentum(state, KERNEL)),
+        "bn_scale": _describe(_leaf(state, BN_SCALE)),
+        "bn_scale_momentum": _describe(_momentum(state, BN_SCALE)),
+        "bn_mean": np.asarray(_leaf(single, BN_MEAN)).tolist(),
+        "kernel_sum": float(np.asarray(_leaf(single, KERNEL)).sum()),
+    }
+
+
+STRATEGIES: dict[str, tuple[dict[str, Any], int]] = {
+    # name: (config overrides, number of devices)
+    "single": ({}, 1),
+    "data": ({"mesh.data": 8}, 8),
+    "fsdp": ({"mesh.data": 1, "mesh.fsdp": -1}, 8),
+    "mixed": ({"mesh.data": 2, "mesh.fsdp": 2, "mesh.tensor": 2}, 8),
+    "data_bn2": ({"mesh.data": 8, "model_bn_span": 2}, 8),
+    "pmap": ({"parallelism": "pmap"}, 8),
+}
+
+
+def strategies() -> dict[str, Any]:
+    """Every strategy of STRATEGIES on the first N devices of this process."""
+    return {name: run_strategy(o, jax.devices()[:n]) for name, (o, n) in STRATEGIES.items()}
+
+
+SAVE_OVERRIDES = {"mesh.data": -1, "max_train_samples": 32, "eval_every_samples": 32}
+RESTORE_OVERRIDES = {"mesh.data": 1, "mesh.fsdp": -1}
+
+
+def save(workdir: str) -> dict[str, Any]:
+    """Train the smoke config data-parallel on every device (its final checkpoint is written by
+    the loop), then read the params back on the saving mesh and return them."""
+    cfg = config_lib.load("resnet", "smoke", {**BASE, **SAVE_OVERRIDES})
+    summary = train.train_and_evaluate(cfg, workdir)
+    eng = engine_lib.JitEngine(registry.create(cfg), mesh_lib.build_mesh(cfg))
+    with checkpoint.manager(workdir) as mgr:
+        state, progress = checkpoint.restore(mgr, eng.abstract_state, eng.state_shardings)
+    np.savez(f"{workdir}/params.npz", **_flat_params(state))
+    return {"status": summary["status"], "steps": summary["steps"], "mesh": summary["mesh"],
+            "saved_kernel": _describe(_leaf(state, KERNEL)), "progress_step": progress["step"]}
+
+
+def restore(workdir: str) -> dict[str, Any]:
+    """Restore the checkpoint of `save` onto an FSDP mesh of this process's devices."""
+    cfg = config_lib.load("resnet", "smoke", {**BASE, **RESTORE_OVERRIDES})
+    eng = engine_lib.JitEngine(registry.create(cfg), mesh_lib.build_mesh(cfg))
+    with checkpoint.manager(workdir) as mgr:
+        state, progress = checkpoint.restore(mgr, eng.abstract_state, eng.state_shardings)
+    saved = np.load(f"{workdir}/params.npz")
+    restored = _flat_params(state)
+    return {
+        "mesh": dict(eng.mesh.shape),
+        "kernel": _describe(_leaf(state, KERNEL)),
+        "kernel_momentum": _describe(_momentum(state, KERNEL)),
+        "same_keys": sorted(saved.files) == sorted(restored),
+        "max_abs_diff": max(float(np.abs(saved[k] - restored[k]).max()) for k in saved.files),
+        "params": len(saved.files),
+        "step": int(state.step),
+        "progress_step": progress["step"],
+    }
+
+
+def _flat_params(state: Any) -> dict[str, np.ndarray]:
+    return {jax.tree_util.keystr(p): np.asarray(jax.device_get(x))
+            for p, x in jax.tree_util.tree_flatten_with_path(state.params)[0]}
+
+
+if __name__ == "__main__":
+    task, args = sys.argv[1], sys.argv[2:]
+    result = {"strategies": strategies, "save": save, "restore": restore}[task](*args)
+    print(json.dumps(result))
