@@ -1,7 +1,7 @@
 """Plain multi-node `jax.distributed` (no SLURM, no TPU metadata): one process per host.
 
     python launch/multinode.py --hosts=10.0.0.2,10.0.0.3 [--port=12355] [--workdir=DIR] \
-        [--dry-run] -- python -m workloads.resnet.main --config=full
+        [--dry-run] -- tpubench run resnet --config=full
 
 Process i runs on host i with `TPUBENCH_COORDINATOR=<first host>:<port>`,
 `TPUBENCH_NUM_PROCESSES=<hosts>` and `TPUBENCH_PROCESS_ID=i`, which

@@ -66,6 +66,7 @@ def render(args: argparse.Namespace) -> str:
         python=shlex.quote(args.python),
         workload=args.workload,
         config=shlex.quote(args.config),
+        run_dir=f"{args.log_dir}/{job_name(args)}-${{SLURM_JOB_ID}}",
         overrides="".join(f" {shlex.quote(o)}" for o in overrides),
     )
 

@@ -215,20 +215,20 @@ def test_slurm_dry_run_prints_script_and_sbatch(repo_root, capsys):
         "#SBATCH --partition=gpu",
     ]
     assert "cd /shared/tpubench" in lines
-    assert ("srun --kill-on-bad-exit=1 python -m workloads.resnet.main --config=full "
-            "--config.seed=1") in lines
+    assert ("srun --kill-on-bad-exit=1 python -m tpubench.cli run resnet --config=full "
+            "--workdir=results/slurm/tpubench-resnet-full-${SLURM_JOB_ID} --config.seed=1") in lines
     assert lines[-1] == "sbatch results/slurm/tpubench-resnet-full.sbatch"
 
 
 def test_multinode_dry_run_gives_each_host_its_process_id(repo_root, capsys):
     multinode = _load(repo_root, "multinode")
     multinode.main(["--hosts=10.0.0.2,10.0.0.3", "--port=9000", "--dry-run", "--",
-                    "python", "-m", "workloads.resnet.main", "--config=full"])
+                    "tpubench", "run", "resnet", "--config=full"])
     assert capsys.readouterr().out.splitlines() == [
         "ssh 10.0.0.2 'cd ~/tpubench && TPUBENCH_COORDINATOR=10.0.0.2:9000 "
-        "TPUBENCH_NUM_PROCESSES=2 TPUBENCH_PROCESS_ID=0 python -m workloads.resnet.main "
+        "TPUBENCH_NUM_PROCESSES=2 TPUBENCH_PROCESS_ID=0 tpubench run resnet "
         "--config=full'",
         "ssh 10.0.0.3 'cd ~/tpubench && TPUBENCH_COORDINATOR=10.0.0.2:9000 "
-        "TPUBENCH_NUM_PROCESSES=2 TPUBENCH_PROCESS_ID=1 python -m workloads.resnet.main "
+        "TPUBENCH_NUM_PROCESSES=2 TPUBENCH_PROCESS_ID=1 tpubench run resnet "
         "--config=full'",
     ]
