@@ -44,11 +44,15 @@ def base_config() -> ml_collections.ConfigDict:
 
     # Clock and cadence.
     c.steps_per_dispatch = 1  # train steps per host dispatch (lax.scan over a block).
+    # lax.scan's unroll for that block. On TPU/GPU keep 1 (a rolled loop). XLA:CPU runs
+    # convolutions inside a rolled loop ~4x slower than straight-line code (measured; see
+    # benchmarks/README.md), so conv-net CPU configs use steps_per_dispatch=1 (no loop at all).
+    c.scan_unroll = 1
     c.eval_every_samples = 0  # 0 = once per epoch (train_samples).
     c.eval_offset_samples = 0  # first eval at offset + eval_every_samples.
     c.max_train_samples = 0  # budget; 0 = 100 epochs. Reaching it = "aborted".
     c.max_time_s = 0.0  # wall-clock budget of the timed region; 0 = none.
-    c.cpu_block_every_dispatch = True  # CPU collectives die if too many steps are queued.
+    c.cpu_max_steps_in_flight = 16  # simulated CPU devices die with too many queued collectives
 
     # Numerics and parallelism (harness features, not workload code).
     c.dtype = "float32"  # compute dtype: float32 | bfloat16

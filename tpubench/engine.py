@@ -87,11 +87,12 @@ class JitEngine:
             if synthetic:
                 constrain = lambda b: jax.lax.with_sharding_constraint(b, self.batch_sharding)
                 block = steps.make_synthetic_block(
-                    train_step, self.workload, steps_per_dispatch, gbs, constrain
+                    train_step, self.workload, steps_per_dispatch, gbs, constrain,
+                    self.config.scan_unroll,
                 )
                 args = (state_in,)
             else:
-                block = steps.make_block(train_step)
+                block = steps.make_block(train_step, self.config.scan_unroll)
                 args = (state_in, self._abstract_batch(
                     gbs, True, self.block_sharding, (steps_per_dispatch,)))
             train = jax.jit(
@@ -173,10 +174,11 @@ class PmapEngine:
         )
         if synthetic:
             block = steps.make_synthetic_block(
-                train_step, self.workload, steps_per_dispatch, gbs // self.n
+                train_step, self.workload, steps_per_dispatch, gbs // self.n,
+                unroll=self.config.scan_unroll,
             )
         else:
-            block = steps.make_block(train_step)
+            block = steps.make_block(train_step, self.config.scan_unroll)
         eval_step = steps.make_eval_step(self.workload)
 
         def eval_fn(state, batch):

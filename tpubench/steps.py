@@ -94,11 +94,27 @@ def _summarize(metrics: dict[str, jax.Array]) -> dict[str, jax.Array]:
     return out
 
 
-def make_block(train_step: Callable) -> Callable[[TrainState, Batch], tuple[TrainState, dict]]:
-    """K steps over host batches stacked as [K, B, ...]: one dispatch, no host round trip."""
+def _scan(body: Callable, state: TrainState, xs: Any, length: int, unroll: int | bool):
+    """`lax.scan`, except that one step is a plain call: XLA:CPU runs even a one-trip while
+    loop several times slower than straight-line code (measured: benchmarks/README)."""
+    if length == 1:
+        x = None if xs is None else jax.tree.map(lambda v: v[0], xs)
+        state, metrics = body(state, x)
+        return state, jax.tree.map(lambda v: v[None], metrics)
+    return lax.scan(body, state, xs, length=length, unroll=unroll)
+
+
+def make_block(
+    train_step: Callable, unroll: int | bool = 1
+) -> Callable[[TrainState, Batch], tuple[TrainState, dict]]:
+    """K steps over host batches stacked as [K, B, ...]: one dispatch, no host round trip.
+
+    `unroll` is `lax.scan`'s: 1 keeps a rolled loop (cheap to compile; right on TPU/GPU).
+    """
 
     def block(state: TrainState, batches: Batch) -> tuple[TrainState, dict]:
-        state, metrics = lax.scan(train_step, state, batches)
+        k = jax.tree.leaves(batches)[0].shape[0]
+        state, metrics = _scan(train_step, state, batches, k, unroll)
         return state, _summarize(metrics)
 
     return block
@@ -110,6 +126,7 @@ def make_synthetic_block(
     steps: int,
     batch_size: int,
     constrain: Callable[[Batch], Batch] = lambda b: b,
+    unroll: int | bool = 1,
 ) -> Callable[[TrainState], tuple[TrainState, dict]]:
     """K steps on batches generated on device (measures the chip, not the input pipeline)."""
     seed = workload.config.seed + 1
@@ -123,7 +140,7 @@ def make_synthetic_block(
             batch = workload.synthetic_batch(jax.random.fold_in(data_key, state.step), batch_size)
             return train_step(state, constrain(batch))
 
-        state, metrics = lax.scan(body, state, None, length=steps)
+        state, metrics = _scan(body, state, None, steps, unroll)
         return state, _summarize(metrics)
 
     return block

@@ -186,7 +186,8 @@ def _run(workload, run, log, mesh, cadence, platform, resumed, source) -> dict:
     t0 = time.perf_counter()
     elapsed = lambda: progress["elapsed_s"] + time.perf_counter() - t0
     gbs, kdisp = c.global_batch_size, cadence.steps_per_dispatch
-    cpu = jax.devices()[0].platform == "cpu" and c.cpu_block_every_dispatch
+    # Reading the previous block's metrics bounds the queue at 2 blocks; CPU needs a tighter bound.
+    cpu_block = jax.devices()[0].platform == "cpu" and 2 * kdisp > c.cpu_max_steps_in_flight
     pi, pc = jax.process_index(), jax.process_count()
     feed = None
     if source != "synthetic":
@@ -208,7 +209,7 @@ def _run(workload, run, log, mesh, cadence, platform, resumed, source) -> dict:
                     step += kdisp
                     _check(pending, step - kdisp)  # previous block: already done, no stall
                     pending = metrics
-                    if cpu:
+                    if cpu_block:
                         jax.block_until_ready(metrics)
                     if _preempted(preempt):
                         return _preempt(run, mgr, eng, state, progress, elapsed(), log, step)

@@ -4,7 +4,9 @@ sklearn handwritten digits (1,437 train / 360 held-out 8x8 images): NOT an MLPer
     python -m workloads.resnet.main --config=workloads/resnet/configs/mini.py --workdir=DIR
     tpubench run resnet --config=mini --workdir=DIR
 
-Target: 0.97 top-1 on the 360 held-out digits (MEASURED_PLACEHOLDER).
+Target: 0.97 top-1 on the 360 held-out digits. Measured on 2 CPU cores (AMD EPYC, JAX 0.10.2
+CPU), 6 runs: 0.9806 at epoch 6 (step 270) every time; time to target 2.9-3.4 s (median 3.0 s);
+untimed init + AOT compile 7.9-9.4 s; 4,600-5,600 train examples/s.
 """
 
 import ml_collections
@@ -42,6 +44,6 @@ def get_config() -> ml_collections.ConfigDict:
     c.target_value = 0.97
     c.eval_every_samples = 45 * 32  # ~1 epoch (45 steps of 32)
     c.max_train_samples = 15 * c.train_samples
-    c.steps_per_dispatch = 15  # 3 dispatches per eval; CPU blocks each dispatch
+    c.steps_per_dispatch = 1  # XLA:CPU runs convs in a lax.scan ~4x slower: benchmarks/README
     c.dtype = "float32"
     return c

@@ -15,6 +15,8 @@ reached, time_to_target_s 228 (train 178 s, 2 evals 49 s), init (compile) 13 s. 
 trajectory is deterministic: an earlier run of the same steps under heavier load (median 7.0)
 logged the same 0.2080 at step 180 after 269 s. A cold tokenizer cache adds ~2-3 s. The MLPerf
 log passes every check but the ruleset's WMT threshold (BLEU >= 0.25).
+Re-measured on a quiet machine (same 2 cores, nothing else running): the same 0.2080 at step 180,
+time_to_target_s 94.4, init 5.8 s.
 """
 
 import ml_collections
