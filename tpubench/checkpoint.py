@@ -15,6 +15,8 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
+from tpubench import mesh as mesh_lib
+
 CHECKPOINT_DIR = "checkpoints"
 
 
@@ -50,9 +52,7 @@ def restore(
 ) -> tuple[Any, dict[str, Any]]:
     """(state, progress) of the latest (or given) step, placed with `shardings`."""
     step = mgr.latest_step() if step is None else step
-    target = jax.tree.map(
-        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract_state, shardings
-    )
+    target = mesh_lib.with_shardings(abstract_state, shardings)
     restored = mgr.restore(
         step,
         args=ocp.args.Composite(
@@ -84,14 +84,19 @@ def restore_variables(workdir: str | os.PathLike, workload: Any) -> tuple[Any, A
 
 class PreemptionFlag:
     """Set by SIGTERM (preemptible TPU VMs get one before shutdown); the loop polls it between
-    dispatches, then saves and exits cleanly. Restores the previous handler on exit."""
+    dispatches, then saves and exits cleanly. Restores the previous handler on exit.
+
+    Single-process only: with several processes JAX's own preemption service owns SIGTERM and
+    agrees on a common step (`reached`), and a Python handler here would hide the signal from it.
+    """
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self._previous: Any = None
 
     def __enter__(self) -> PreemptionFlag:
-        if threading.current_thread() is threading.main_thread():
+        single = jax.process_count() == 1
+        if single and threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGTERM, self._handle)
         return self
 
@@ -102,7 +107,12 @@ class PreemptionFlag:
         if self._previous is not None:
             signal.signal(signal.SIGTERM, self._previous)
 
-    @property
-    def is_set(self) -> bool:
-        """True once SIGTERM arrived."""
-        return self._event.is_set()
+    def reached(self, dispatch: int) -> bool:
+        """Whether to save and stop after dispatch number `dispatch` (counts up by one, from the
+        same value on every process). Multi-process: JAX's preemption sync point, a local check
+        (no collective in the train loop) that turns true on the same dispatch everywhere."""
+        if jax.process_count() == 1:
+            return self._event.is_set()
+        from jax.experimental import multihost_utils
+
+        return multihost_utils.reached_preemption_sync_point(dispatch)

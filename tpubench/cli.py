@@ -76,9 +76,8 @@ def _cmd_run(argv: list[str]) -> int:
         workdir = results.default_workdir(
             args.results_root, cfg, train.platform_name(jax.devices()))
     summary = train.train_and_evaluate(cfg, workdir)
-    print(json.dumps({k: summary.get(k) for k in (
-        "workload", "config", "status", "final_quality", "time_to_target_s", "workdir")}
-        | {"workdir": str(workdir)}))
+    keys = ("workload", "config", "status", "final_quality", "time_to_target_s")
+    print(json.dumps({k: summary.get(k) for k in keys} | {"workdir": str(workdir)}))
     return 0 if summary["status"] in ("success", "preempted") else 1
 
 

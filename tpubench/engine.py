@@ -26,12 +26,6 @@ from tpubench import perf, steps
 from tpubench.workload import Batch, Workload
 
 
-def _with_sharding(tree: Any, shardings: Any) -> Any:
-    return jax.tree.map(
-        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), tree, shardings
-    )
-
-
 def gather_to_host(x: jax.Array) -> np.ndarray:
     """A global array's full value on every host (per-example eval outputs)."""
     if jax.process_count() > 1 and not x.is_fully_addressable:
@@ -79,7 +73,7 @@ class JitEngine:
     def compile(self, steps_per_dispatch: int, synthetic: bool) -> dict[str, Any]:
         """AOT-compile the train block and eval step; returns executables and FLOPs per step."""
         gbs, ebs = self.config.global_batch_size, self.config.eval_batch_size
-        state_in = _with_sharding(self.abstract_state, self.state_shardings)
+        state_in = mesh_lib.with_shardings(self.abstract_state, self.state_shardings)
         train_step = steps.make_train_step(self.workload)
         batch_in = self._abstract_batch(gbs, True, self.batch_sharding)
         with self.context():

@@ -98,6 +98,13 @@ def build_mesh(config: ml_collections.ConfigDict, devices: Sequence[Any] | None 
     return Mesh(grid, AXES)
 
 
+def with_shardings(tree: Any, shardings: Any) -> Any:
+    """ShapeDtypeStructs of `tree` carrying `shardings` (AOT lowering, orbax restore targets)."""
+    return jax.tree.map(
+        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), tree, shardings
+    )
+
+
 def batch_divisor(mesh: Mesh) -> int:
     """How many ways the batch is split (data x fsdp)."""
     return mesh.shape["data"] * mesh.shape["fsdp"]

@@ -211,7 +211,7 @@ def _run(workload, run, log, mesh, cadence, platform, resumed, source) -> dict:
                     pending = metrics
                     if cpu_block:
                         jax.block_until_ready(metrics)
-                    if _preempted(preempt):
+                    if preempt.reached(step // kdisp):
                         return _preempt(run, mgr, eng, state, progress, elapsed(), log, step)
                 _check(jax.block_until_ready(pending), step)
                 dt = time.perf_counter() - t_block
@@ -254,15 +254,6 @@ def _run(workload, run, log, mesh, cadence, platform, resumed, source) -> dict:
 def _say(message: str) -> None:
     if jax.process_index() == 0:
         print(message, flush=True)
-
-
-def _preempted(flag: checkpoint.PreemptionFlag) -> bool:
-    """Every process must agree, or the one that stops leaves the others in a collective."""
-    if jax.process_count() == 1:
-        return flag.is_set
-    from jax.experimental import multihost_utils
-
-    return bool(np.any(multihost_utils.process_allgather(np.array(flag.is_set))))
 
 
 def _save(mgr, eng, state, progress, elapsed_s, step) -> None:
