@@ -9,8 +9,8 @@ import pytest
 
 from tpubench import config as config_lib
 from tpubench import results
+from tpubench.cadence import Cadence
 from tpubench.errors import UsageError
-from tpubench.train import Cadence
 from tpubench.workload import Target
 
 
@@ -20,22 +20,50 @@ def _cfg(**kw) -> ml_collections.ConfigDict:
     return c
 
 
-def test_cadence_picks_the_largest_dispatch_that_divides_the_eval_interval():
+def test_eval_steps_come_from_sample_points_and_do_not_drift():
+    """ResNet full: every 4 epochs of 1,281,167 images at batch 3,264; eval j runs at the first
+    step at or after 4j epochs. Bites: a fixed step interval ceil(4 epochs / batch) = 1571 steps
+    drifts to 4.04 epochs apart and misses the sample point of eval 2 onwards."""
+    n = 1_281_167
+    c = Cadence.from_config(_cfg(global_batch_size=3264, eval_every_samples=4 * n,
+                                 steps_per_dispatch=16, max_train_samples=88 * n), n)
+    assert c.eval_steps[:3] == (1571, 3141, 4711)
+    for j, s in enumerate(c.eval_steps, start=1):
+        assert s * 3264 >= 4 * j * n > (s - 1) * 3264
+    assert len(c.eval_steps) == 22 and c.max_steps == c.eval_steps[-1]
+
+
+def test_bert_evals_start_at_3m_samples_then_every_500k():
+    """Bites: offset + ceil(interval) steps gives 3,047,424 then every 507,904 (the old bug)."""
+    c = Cadence.from_config(_cfg(global_batch_size=8192, eval_offset_samples=2_500_000,
+                                 eval_every_samples=500_000, steps_per_dispatch=31,
+                                 max_train_samples=5_000_000), 1)
+    samples = [s * 8192 for s in c.eval_steps]
+    assert c.eval_steps[0] == 367 and samples[0] == 3_006_464  # first step >= 3,000,000
+    for j, got in enumerate(samples):
+        point = 3_000_000 + j * 500_000
+        assert got >= point > got - 8192
+    assert c.next_eval(0) == 367 and c.next_eval(367) == c.eval_steps[1]
+
+
+def test_dispatches_are_k_step_blocks_then_one_step_remainders():
     c = Cadence.from_config(_cfg(global_batch_size=32, eval_every_samples=45 * 32,
-                                 steps_per_dispatch=16, max_train_samples=10 * 45 * 32), 1437)
-    assert c.steps_per_dispatch == 15 and c.steps_per_eval == 45
-    assert [c.next_eval(s) for s in (0, 44, 45, 60)] == [45, 45, 90, 90]
-    assert c.max_steps == 450
+                                 steps_per_dispatch=16, max_train_samples=90 * 32), 1437)
+    assert c.eval_steps == (45, 90)
+    assert c.dispatches(0, 45) == [16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+    assert sum(c.dispatches(50, 90)) == 40 and c.needs_single_steps(0)
+    aligned = Cadence.from_config(_cfg(global_batch_size=32, eval_every_samples=64 * 32,
+                                       steps_per_dispatch=16, max_train_samples=128 * 32), 1)
+    assert not aligned.needs_single_steps(0) and aligned.needs_single_steps(3)
 
 
-def test_cadence_with_an_offset_evaluates_first_at_offset_plus_interval():
-    # BERT style: first eval at 3M samples, then every 500K (batch 1000).
-    c = Cadence.from_config(_cfg(global_batch_size=1000, eval_offset_samples=2_500_000,
-                                 eval_every_samples=500_000, steps_per_dispatch=100,
-                                 max_train_samples=4_000_000), 1)
-    assert c.steps_per_dispatch == 100
-    assert c.next_eval(0) == 3000 and c.next_eval(3000) == 3500
-    assert c.max_steps == 4000
+def test_epochs_are_numbered_from_1():
+    """MLPerf rule "Epoch numbering": the first block starts in epoch 1; an eval after 4 epochs
+    is logged at epoch_num 4. Bites: the old 0-based first_epoch_num."""
+    from tpubench.cadence import block_first_epoch, epochs_trained
+
+    assert block_first_epoch(0, 1000) == 1 and block_first_epoch(4000, 1000) == 5
+    assert epochs_trained(4000, 1000) == 4 and epochs_trained(1440, 1437) == 1.0021
 
 
 def test_target_direction_and_nan():
@@ -67,12 +95,15 @@ def test_default_workdirs_keep_mini_runs_apart_and_never_reuse_a_run(tmp_path):
     assert results.default_workdir(tmp_path, full, "8xTPU_v5p").parts[-5] == "mlperf"
 
 
-def test_summary_is_written_once_and_an_earlier_attempts_log_is_kept(tmp_path):
+def test_summary_is_written_once_and_a_failed_attempts_log_is_kept(tmp_path):
     run = results.RunDir(tmp_path)
-    run.prepare()
+    run.prepare(resumed=False)
     run.log_path.write_text("attempt 0\n")
-    run.prepare()  # a resumed attempt sets the old log aside, never deletes it
-    assert (tmp_path / "mlperf_log.attempt0.txt").read_text() == "attempt 0\n"
+    run.prepare(resumed=True)  # a resumed run appends to its log
+    assert run.log_path.read_text() == "attempt 0\n"
+    run.prepare(resumed=False)  # an attempt that left no checkpoint: set aside, never deleted
+    assert (tmp_path / "mlperf_log.failed_attempt0.txt").read_text() == "attempt 0\n"
+    assert not run.log_path.exists()
     run.write_summary({"status": "success"})
     with pytest.raises(UsageError):
         run.write_summary({"status": "aborted"})

@@ -1,5 +1,6 @@
 """Orbax checkpoints of a run: the train state plus the run's progress (step = data position,
-the accumulated clock, the eval history), restorable onto any mesh, and SIGTERM handling.
+the run's clock anchor and accumulated times, the eval history), restorable onto any mesh.
+SIGTERM handling lives in `tpubench.preemption`.
 
 Layout: `<workdir>/checkpoints/<step>/{state,progress}`. Restoring takes the target shardings
 from the abstract state, so a checkpoint saved data-parallel on 8 devices restores FSDP on 4.
@@ -8,8 +9,6 @@ from the abstract state, so a checkpoint saved data-parallel on 8 devices restor
 from __future__ import annotations
 
 import os
-import signal
-import threading
 from typing import Any
 
 import jax
@@ -27,12 +26,20 @@ def manager(workdir: str | os.PathLike, keep: int = 2) -> ocp.CheckpointManager:
     return ocp.CheckpointManager(path, options=options, item_names=("state", "progress"))
 
 
-def has_checkpoint(workdir: str | os.PathLike) -> bool:
-    """True when `workdir` holds at least one finished checkpoint."""
+def latest_step(workdir: str | os.PathLike) -> int | None:
+    """The step of the newest finished checkpoint under `workdir`, or None. Orbax writes into a
+    temporary directory and renames it to the step number when complete, so an interrupted save
+    is never listed."""
     path = os.path.join(os.fspath(workdir), CHECKPOINT_DIR)
     if not os.path.isdir(path):
-        return False
-    return any(name.isdigit() for name in os.listdir(path))
+        return None
+    steps = [int(name) for name in os.listdir(path) if name.isdigit()]
+    return max(steps) if steps else None
+
+
+def has_checkpoint(workdir: str | os.PathLike) -> bool:
+    """True when `workdir` holds at least one finished checkpoint."""
+    return latest_step(workdir) is not None
 
 
 def save(mgr: ocp.CheckpointManager, step: int, state: Any, progress: dict[str, Any]) -> None:
@@ -80,39 +87,3 @@ def restore_variables(workdir: str | os.PathLike, workload: Any) -> tuple[Any, A
     with manager(workdir) as mgr:
         state, _ = restore(mgr, abstract, shardings)
     return state.params, state.model_state
-
-
-class PreemptionFlag:
-    """Set by SIGTERM (preemptible TPU VMs get one before shutdown); the loop polls it between
-    dispatches, then saves and exits cleanly. Restores the previous handler on exit.
-
-    Single-process only: with several processes JAX's own preemption service owns SIGTERM and
-    agrees on a common step (`reached`), and a Python handler here would hide the signal from it.
-    """
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._previous: Any = None
-
-    def __enter__(self) -> PreemptionFlag:
-        single = jax.process_count() == 1
-        if single and threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGTERM, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        self._event.set()
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGTERM, self._previous)
-
-    def reached(self, dispatch: int) -> bool:
-        """Whether to save and stop after dispatch number `dispatch` (counts up by one, from the
-        same value on every process). Multi-process: JAX's preemption sync point, a local check
-        (no collective in the train loop) that turns true on the same dispatch everywhere."""
-        if jax.process_count() == 1:
-            return self._event.is_set()
-        from jax.experimental import multihost_utils
-
-        return multihost_utils.reached_preemption_sync_point(dispatch)

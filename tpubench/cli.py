@@ -124,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
+    if cmd == "run":
+        from tpubench import preemption
+
+        preemption.install()  # before JAX is imported: SIGTERM at any moment is handled
     try:
         if cmd in _COMMANDS:
             return _COMMANDS[cmd](rest)
@@ -134,6 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"tpubench: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:
+        from tpubench import preemption
+
+        if not isinstance(e, preemption.PreemptedBeforeRun):
+            raise
+        print(f"tpubench: {e}", file=sys.stderr)
+        return 0
 
 
 if __name__ == "__main__":

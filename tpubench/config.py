@@ -53,6 +53,9 @@ def base_config() -> ml_collections.ConfigDict:
     c.max_train_samples = 0  # budget; 0 = 100 epochs. Reaching it = "aborted".
     c.max_time_s = 0.0  # wall-clock budget of the timed region; 0 = none.
     c.cpu_max_steps_in_flight = 16  # simulated CPU devices die with too many queued collectives
+    # MLPerf: "You must flush the cache or restart the system prior to benchmarking." Tried when
+    # allowed (root); the log's cache_clear says whether it happened.
+    c.clear_page_cache = os.environ.get("TPUBENCH_CLEAR_PAGE_CACHE", "1") != "0"
 
     # Numerics and parallelism (harness features, not workload code).
     c.dtype = "float32"  # compute dtype: float32 | bfloat16

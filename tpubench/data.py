@@ -8,9 +8,10 @@ sample order that in-memory datasets use (the data position is the step).
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -19,9 +20,11 @@ from tpubench.errors import UsageError
 from tpubench.workload import Batch, Workload
 
 
-def stack_blocks(batches: Iterator[Batch], k: int) -> Iterator[Batch]:
-    """Group K consecutive batches into one [K, B, ...] block."""
-    while True:
+def stack_blocks(batches: Iterator[Batch], sizes: int | Iterable[int]) -> Iterator[Batch]:
+    """Group consecutive batches into [k, B, ...] blocks, one per dispatch: `sizes` is K (every
+    block K batches) or the sequence of dispatch sizes (K-step blocks and one-step remainders)."""
+    sizes = itertools.repeat(sizes) if isinstance(sizes, int) else sizes
+    for k in sizes:
         chunk = []
         for _ in range(k):
             try:

@@ -50,6 +50,7 @@ class JitEngine:
         self.batch_sharding = mesh_lib.batch_sharding(mesh)
         self.block_sharding = mesh_lib.batch_sharding(mesh, leading_dims=1)
         self.replicated = NamedSharding(mesh, P())
+        self._gather = None
 
     @contextlib.contextmanager
     def context(self):
@@ -70,34 +71,62 @@ class JitEngine:
             for k, s in spec.items()
         }
 
-    def compile(self, steps_per_dispatch: int, synthetic: bool) -> dict[str, Any]:
-        """AOT-compile the train block and eval step; returns executables and FLOPs per step."""
+    def compile(
+        self, steps_per_dispatch: int, synthetic: bool, single_steps: bool = False
+    ) -> dict[str, Any]:
+        """AOT-compile the train block (and, with `single_steps`, a one-step block for the
+        remainder of an eval interval) and the eval step; returns executables and FLOPs/step."""
         gbs, ebs = self.config.global_batch_size, self.config.eval_batch_size
         state_in = mesh_lib.with_shardings(self.abstract_state, self.state_shardings)
         train_step = steps.make_train_step(self.workload)
         batch_in = self._abstract_batch(gbs, True, self.batch_sharding)
         with self.context():
             flops = perf.flops_of(jax.jit(train_step).lower(state_in, batch_in))
-            if synthetic:
-                constrain = lambda b: jax.lax.with_sharding_constraint(b, self.batch_sharding)
-                block = steps.make_synthetic_block(
-                    train_step, self.workload, steps_per_dispatch, gbs, constrain,
-                    self.config.scan_unroll,
-                )
-                args = (state_in,)
-            else:
-                block = steps.make_block(train_step, self.config.scan_unroll)
-                args = (state_in, self._abstract_batch(
-                    gbs, True, self.block_sharding, (steps_per_dispatch,)))
-            train = jax.jit(
-                block,
-                out_shardings=(self.state_shardings, self.replicated),
-                donate_argnums=0,
-            ).lower(*args).compile()
+            train = self._compile_block(train_step, steps_per_dispatch, synthetic, state_in)
+            single = None
+            if single_steps and steps_per_dispatch > 1:
+                single = self._compile_block(train_step, 1, synthetic, state_in)
             eval_in = self._abstract_batch(ebs, False, self.batch_sharding)
             evaluate = jax.jit(steps.make_eval_step(self.workload)).lower(
                 state_in, eval_in).compile()
-        return {"train": train, "eval": evaluate, "flops_per_step": flops}
+            self._gather = self._compile_gather(evaluate)
+        return {"train": train, "train_single": single, "eval": evaluate,
+                "flops_per_step": flops}
+
+    def _compile_block(self, train_step, k: int, synthetic: bool, state_in):
+        gbs = self.config.global_batch_size
+        if synthetic:
+            constrain = lambda b: jax.lax.with_sharding_constraint(b, self.batch_sharding)
+            block = steps.make_synthetic_block(
+                train_step, self.workload, k, gbs, constrain, self.config.scan_unroll)
+            args = (state_in,)
+        else:
+            block = steps.make_block(train_step, self.config.scan_unroll)
+            args = (state_in, self._abstract_batch(gbs, True, self.block_sharding, (k,)))
+        return jax.jit(
+            block, out_shardings=(self.state_shardings, self.replicated), donate_argnums=0,
+        ).lower(*args).compile()
+
+    def _compile_gather(self, evaluate):
+        """Multi-process: a compiled all-gather of the per-example eval outputs, so that reading
+        them on the clock compiles nothing. None when every output is addressable here."""
+        if jax.process_count() == 1:
+            return None
+        shapes, shardings = evaluate.out_info, evaluate.output_shardings
+        per_example = {k: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=shardings[k])
+                       for k, s in shapes.items() if len(s.shape) > 0}
+        if not per_example:
+            return None
+        return jax.jit(lambda t: t, out_shardings=self.replicated).lower(per_example).compile()
+
+    def eval_to_host(self, outputs: list[dict[str, jax.Array]]) -> dict[str, np.ndarray]:
+        """The eval outputs of every batch, on the host: scalar sums added (float64), per-example
+        arrays concatenated over batches and processes. Compiles nothing (the multi-process
+        all-gather is compiled with the eval step)."""
+        if self._gather is not None:
+            outputs = [dict(o, **self._gather({k: v for k, v in o.items() if v.ndim}))
+                       for o in outputs]
+        return merge_eval_outputs(jax.device_get(outputs))
 
     def put(self, host_batch: Batch, block: bool) -> Batch:
         """This process's numpy slice(s) -> global sharded arrays. `block`: [K, B_local, ...]."""
@@ -149,8 +178,10 @@ class PmapEngine:
         state = jax.jit(lambda r: nn.meta.unbox(self._init(r)))(jax.random.PRNGKey(seed))
         return jax_utils.replicate(state, self.devices)
 
-    def compile(self, steps_per_dispatch: int, synthetic: bool) -> dict[str, Any]:
-        """pmap-compile the block and eval step (by lowering on abstract per-device shapes)."""
+    def compile(
+        self, steps_per_dispatch: int, synthetic: bool, single_steps: bool = False
+    ) -> dict[str, Any]:
+        """pmap-compile the block(s) and eval step (by lowering on abstract per-device shapes)."""
         gbs, ebs = self.config.global_batch_size, self.config.eval_batch_size
         if gbs % self.n or ebs % self.n:
             from tpubench.errors import UsageError
@@ -188,11 +219,25 @@ class PmapEngine:
         train = pmapped.lower(*args).compile()
         evaluate = jax.pmap(eval_fn, axis_name=self.axis, devices=self.devices).lower(
             state_in, self._spec(ebs // self.n, False, (self.n,))).compile()
-        return {
-            "train": _first_replica_metrics(train),
-            "eval": _unshard_outputs(evaluate),
-            "flops_per_step": flops,
-        }
+        single = None
+        if single_steps and steps_per_dispatch > 1:
+            one = steps.make_synthetic_block(
+                train_step, self.workload, 1, gbs // self.n, unroll=self.config.scan_unroll,
+            ) if synthetic else block
+            one_args = (state_in,) if synthetic else (
+                state_in, self._spec(gbs // self.n, True, (self.n, 1)))
+            single = jax.pmap(one, axis_name=self.axis, donate_argnums=0,
+                              devices=self.devices).lower(*one_args).compile()
+        # Metrics come back per device ([devices]-shaped, equal after pmean): the loop reads
+        # them on the host, so no eager indexing (a compile) happens on the clock.
+        return {"train": train, "train_single": single, "eval": evaluate, "flops_per_step": flops}
+
+    def eval_to_host(self, outputs: list[dict[str, jax.Array]]) -> dict[str, np.ndarray]:
+        """psum'd scalars come back as [devices] (take one), per-example outputs as
+        [devices, b, ...] (merged into [B, ...]), on the host: no compile on the clock."""
+        host = [{k: v[0] if v.ndim == 1 else v.reshape((-1,) + v.shape[2:])
+                 for k, v in o.items()} for o in jax.device_get(outputs)]
+        return merge_eval_outputs(host)
 
     def _spec(self, batch_size: int, train: bool, lead: tuple) -> Batch:
         spec = self.workload.batch_spec(batch_size, train=train)
@@ -213,34 +258,25 @@ class PmapEngine:
         return {k: split(v) for k, v in host_batch.items()}
 
     def for_checkpoint(self, state: steps.TrainState) -> steps.TrainState:
-        """One replica, as a plain single-device state (restorable by either engine)."""
-        return jax_utils.unreplicate(state)
+        """One replica, as host arrays (restorable by either engine). Copied, not indexed on
+        device: an eager index would compile on the clock."""
+        return jax.tree.map(lambda x: np.asarray(jax.device_get(x.addressable_data(0)))[0], state)
 
     def from_checkpoint(self, state: steps.TrainState) -> steps.TrainState:
         """Replicate a restored single-device state."""
         return jax_utils.replicate(state, self.devices)
 
 
-def _first_replica_metrics(compiled_train):
-    """pmapped block -> (per-device state, metrics of replica 0). The metrics are pmean'd, so
-    every replica holds the same values, and the loop reads them as scalars, as under jit."""
-
-    def run(*args):
-        state, metrics = compiled_train(*args)
-        return state, {k: v[0] for k, v in metrics.items()}
-
-    return run
-
-
-def _unshard_outputs(compiled_eval):
-    """pmapped eval -> the jit engine's shapes: psum'd scalars come back as [devices] (take one),
-    per-example outputs as [devices, b, ...] (merge into [B, ...])."""
-
-    def run(state, batch):
-        out = compiled_eval(state, batch)
-        return {k: v[0] if v.ndim == 1 else v.reshape((-1,) + v.shape[2:]) for k, v in out.items()}
-
-    return run
+def merge_eval_outputs(host: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Per-batch eval outputs -> scalar sums (float64) and concatenated per-example arrays."""
+    merged: dict[str, np.ndarray] = {}
+    for key in host[0] if host else ():
+        values = [np.asarray(o[key]) for o in host]
+        if values[0].ndim == 0:
+            merged[key] = np.sum(np.asarray(values, np.float64))
+        else:
+            merged[key] = np.concatenate(values)
+    return merged
 
 
 def create(workload: Workload, mesh: jax.sharding.Mesh) -> JitEngine | PmapEngine:

@@ -12,11 +12,13 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
+from tpubench import preemption
 from tpubench.errors import UsageError
 
 
 def run(workload_name: str) -> None:
     """Parse `--config`, `--workdir` and overrides, then train to target; never returns."""
+    preemption.install()  # first: SIGTERM at any moment is handled (tpubench.preemption)
     flags.DEFINE_string("workdir", None, "Run directory (log, summary, checkpoints).")
     config_flags.DEFINE_config_file("config", None, "Path to a config file.", lock_config=True)
     flags.mark_flags_as_required(["config", "workdir"])
@@ -40,4 +42,8 @@ def run(workload_name: str) -> None:
             sys.exit(2)
         sys.exit(0 if summary["status"] in ("success", "preempted") else 1)
 
-    app.run(main)
+    try:
+        app.run(main)
+    except preemption.PreemptedBeforeRun as e:
+        print(f"tpubench: {e}", file=sys.stderr)
+        sys.exit(0)

@@ -37,20 +37,23 @@ class RunLogger:
                 self._logger.addHandler(h)
         self._mllogger = mllog.MLLogger(logger=self._logger, default_stack_offset=2)
 
-    def event(self, key: str, value: Any = None, metadata: dict | None = None) -> None:
+    def event(self, key: str, value: Any = None, metadata: dict | None = None,
+              time_ms: int | None = None) -> None:
         """A point-in-time event (hyperparameters, eval_accuracy, ...)."""
         if self.enabled:
-            self._mllogger.event(key=key, value=value, metadata=metadata)
+            self._mllogger.event(key=key, value=value, metadata=metadata, time_ms=time_ms)
 
-    def start(self, key: str, value: Any = None, metadata: dict | None = None) -> None:
+    def start(self, key: str, value: Any = None, metadata: dict | None = None,
+              time_ms: int | None = None) -> None:
         """Start of an interval (init_start, run_start, block_start, eval_start)."""
         if self.enabled:
-            self._mllogger.start(key=key, value=value, metadata=metadata)
+            self._mllogger.start(key=key, value=value, metadata=metadata, time_ms=time_ms)
 
-    def end(self, key: str, value: Any = None, metadata: dict | None = None) -> None:
+    def end(self, key: str, value: Any = None, metadata: dict | None = None,
+              time_ms: int | None = None) -> None:
         """End of an interval (init_stop, run_stop, block_stop, eval_stop)."""
         if self.enabled:
-            self._mllogger.end(key=key, value=value, metadata=metadata)
+            self._mllogger.end(key=key, value=value, metadata=metadata, time_ms=time_ms)
 
     def close(self) -> None:
         """Flush and detach the file handler."""

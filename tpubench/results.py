@@ -1,7 +1,10 @@
 """A run's directory and its summary. Nothing here ever overwrites a result.
 
-    <workdir>/mlperf_log.txt             the MLPerf log of the (latest) attempt
-    <workdir>/mlperf_log.attempt<N>.txt  logs of earlier, preempted attempts (kept, never lost)
+    <workdir>/mlperf_log.txt             the MLPerf log of the run; a resumed run appends to it
+                                         (one run_start, one run_stop; docs/timing.md)
+    <workdir>/mlperf_log.failed_attempt<N>.txt
+                                         logs of attempts that ended without a checkpoint to
+                                         resume from (kept, never lost, never scored)
     <workdir>/summary.json               written once, when the run ends
     <workdir>/checkpoints/               orbax (resume, inference)
 
@@ -46,14 +49,16 @@ class RunDir:
                 "overwritten: pass a new --workdir."
             )
 
-    def prepare(self) -> None:
-        """Create the directory; set aside the log of an earlier attempt (kept, renamed)."""
+    def prepare(self, resumed: bool) -> None:
+        """Create the directory. A resumed run appends to its log; a fresh run in a directory
+        that holds the log of an attempt that left no checkpoint sets that log aside (renamed,
+        never deleted, never scored)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        if self.log_path.exists():
+        if self.log_path.exists() and not resumed:
             n = 0
-            while (self.path / f"mlperf_log.attempt{n}.txt").exists():
+            while (self.path / f"mlperf_log.failed_attempt{n}.txt").exists():
                 n += 1
-            self.log_path.rename(self.path / f"mlperf_log.attempt{n}.txt")
+            self.log_path.rename(self.path / f"mlperf_log.failed_attempt{n}.txt")
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         """Write summary.json once (atomic rename; refuses to replace an existing one)."""

@@ -1,85 +1,55 @@
 """The one supervised time-to-quality loop.
 
-    init_start   mesh, state, AOT compile of train block + eval step, restore   (untimed)
+    init_start   mesh, state, AOT compile of the train block(s) + eval step     (untimed)
     init_stop
-    run_start    clock starts; only now is the dataset touched
-      block: K steps per dispatch until the next eval point; metrics read one block late
+    run_start    the clock starts (wall time); only now is the dataset touched
+      block: dispatches of K steps (one-step remainders) up to the next eval point, with no
+             device-to-host read inside it (a transfer guard enforces it)
       eval on device; eval_accuracy; stop at target ("success") or budget ("aborted")
-    run_stop     clock stops
+    run_stop     the clock stops
     final checkpoint, summary.json                                               (untimed)
 
-Every clock read follows `block_until_ready`. SIGTERM saves a checkpoint and returns
-"preempted"; re-running with the same workdir resumes from it, clock included.
+Every clock read follows `block_until_ready` (`tpubench.clock`). SIGTERM saves a checkpoint and
+returns "preempted" (`tpubench.preemption`); rerunning with the same workdir resumes from it,
+appending to the same MLPerf log, and the clock, never paused, runs from the first attempt's
+run_start to the final run_stop (docs/timing.md).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import jax
 import ml_collections
 import numpy as np
 
-from tpubench import checkpoint, data, perf, registry
+from tpubench import checkpoint, data, page_cache, perf, preemption, registry
 from tpubench import engine as engine_lib
 from tpubench import mesh as mesh_lib
 from tpubench import mllog as mllog_lib
-from tpubench.errors import UsageError
+from tpubench.cadence import Cadence, block_first_epoch, epochs_trained
+from tpubench.clock import Clock, Stopwatch, now_unix
+from tpubench.errors import UsageError  # noqa: F401  (re-exported for callers)
 from tpubench.mllog import constants as K
 from tpubench.results import RunDir
 from tpubench.workload import Workload
 
 jax.config.update("jax_threefry_partitionable", True)
 
+PREEMPTED_KEY = "tpubench_preempted"
+RESUME_KEY = "tpubench_resume"
+
 
 class Diverged(RuntimeError):
     """The loss became NaN or Inf."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Cadence:
-    """Steps per dispatch and where evals fall, all in whole steps."""
-
-    steps_per_dispatch: int
-    steps_per_eval: int
-    offset_steps: int
-    max_steps: int
-
-    @classmethod
-    def from_config(cls, config: ml_collections.ConfigDict, train_samples: int) -> Cadence:
-        """Eval every `eval_every_samples` (default one epoch) after `eval_offset_samples`; K is
-        the largest divisor of the eval interval (and offset) not above steps_per_dispatch."""
-        gbs = config.global_batch_size
-        every = config.eval_every_samples or train_samples
-        if every <= 0:
-            raise UsageError("Set eval_every_samples (or the workload's train_samples).")
-        per_eval = max(1, math.ceil(every / gbs))
-        offset = math.ceil(config.eval_offset_samples / gbs)
-        g = math.gcd(per_eval, offset) if offset else per_eval
-        k = max(d for d in range(1, max(1, config.steps_per_dispatch) + 1) if g % d == 0)
-        budget = config.max_train_samples or 100 * max(train_samples, gbs)
-        n_evals = max(1, math.ceil((math.ceil(budget / gbs) - offset) / per_eval))
-        return cls(k, per_eval, offset, offset + n_evals * per_eval)
-
-    def next_eval(self, step: int) -> int:
-        """The first eval step strictly after `step`."""
-        j = max(0, (step - self.offset_steps) // self.steps_per_eval) + 1
-        return self.offset_steps + j * self.steps_per_eval
 
 
 def platform_name(devices: list[Any]) -> str:
     """e.g. '8xTPU_v5p', '1xNVIDIA_H200', '1xcpu'."""
     kind = devices[0].device_kind if devices[0].platform != "cpu" else "cpu"
     return f"{len(devices)}x{kind.replace(' ', '_')}"
-
-
-def _epoch(workload: Workload, samples: int) -> float | int:
-    epochs = samples / max(1, workload.train_samples)
-    return int(epochs) if float(epochs).is_integer() else round(epochs, 4)
 
 
 def _log_header(log: mllog_lib.RunLogger, workload: Workload, platform: str) -> None:
@@ -93,42 +63,36 @@ def _log_header(log: mllog_lib.RunLogger, workload: Workload, platform: str) -> 
 
 
 def _evaluate(workload: Workload, eng, compiled, state, source: str) -> tuple[float, float]:
-    """(quality, seconds): all eval batches on device, one host read at the end."""
+    """(quality, seconds): every eval batch dispatched, then one host read of all outputs."""
     c = workload.config
-    t = time.perf_counter()
-    n = math.ceil(workload.eval_samples / c.eval_batch_size)
+    watch = Stopwatch()
+    n = -(-workload.eval_samples // c.eval_batch_size)
     pi, pc = jax.process_index(), jax.process_count()
     if source == "synthetic":
         batches = data.synthetic_eval_batches(workload, n, pc)
     else:
         batches = data.fixed_eval_batches(workload.eval_batches(pi, pc), n)
-    sums: dict[str, jax.Array] = {}
-    per_example: dict[str, list] = {}
-    for batch in batches:
-        out = compiled["eval"](state, eng.put(batch, block=False))
-        for k, v in out.items():
-            if np.ndim(v) == 0:
-                sums[k] = v if k not in sums else sums[k] + v
-            else:
-                per_example.setdefault(k, []).append(v)
-    results: dict[str, Any] = {k: np.asarray(jax.device_get(v)) for k, v in sums.items()}
-    for k, vs in per_example.items():
-        results[k] = np.concatenate([engine_lib.gather_to_host(v) for v in vs])
-    quality = float(workload.eval_finalize(results))
-    return quality, time.perf_counter() - t
+    outputs = [compiled["eval"](state, eng.put(batch, block=False)) for batch in batches]
+    quality = float(workload.eval_finalize(eng.eval_to_host(outputs)))
+    return quality, watch.stop()
 
 
-def _check(metrics: dict[str, jax.Array] | None, step: int) -> None:
-    if metrics is not None and not bool(metrics["finite"]):
-        raise Diverged(
-            f"The training loss became NaN/Inf in the block ending at step {step} (last loss "
-            f"{float(metrics['last_loss'])}). Lower the learning rate or check the input data; "
-            "the run is stopped and marked aborted."
-        )
+def _check(block_metrics: list[dict[str, jax.Array]], step: int) -> None:
+    """One host read of every dispatch's metrics at the end of a block: stop on NaN/Inf."""
+    host = jax.device_get(block_metrics)
+    for m in host:
+        if not bool(np.all(np.asarray(m["finite"]))):
+            last = float(np.asarray(m["last_loss"]).reshape(-1)[0])
+            raise Diverged(
+                f"The training loss became NaN/Inf in the block ending at step {step} (last "
+                f"loss {last}). Lower the learning rate or check the input data; the run is "
+                "stopped and marked aborted."
+            )
 
 
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict:
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     """Run `config`'s workload to its target (or budget) in `workdir`; returns the summary."""
+    preemption.set_phase(preemption.INIT)
     # ---- validate everything before any compute ------------------------------------------------
     workload = registry.create(config)
     run = RunDir(workdir)
@@ -140,114 +104,143 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | os.Path
     mesh_lib.check_batch(config.global_batch_size, mesh)
     mesh_lib.check_batch(config.eval_batch_size, mesh, "eval_batch_size")
     cadence = Cadence.from_config(config, workload.train_samples)
-    devices = jax.devices()
-    platform = platform_name(devices)
-    is_main = jax.process_index() == 0
-    resumed = checkpoint.has_checkpoint(workdir)
-    if is_main:
-        run.prepare()
-
-    log = mllog_lib.RunLogger(run.log_path, enabled=is_main)
+    start_step = checkpoint.latest_step(workdir)
+    if jax.process_index() == 0:
+        run.prepare(resumed=start_step is not None)
+    log = mllog_lib.RunLogger(run.log_path, enabled=jax.process_index() == 0)
     try:
-        return _run(workload, run, log, mesh, cadence, platform, resumed, source)
+        return _run(workload, run, log, mesh, cadence, start_step, source)
     finally:
         log.close()
 
 
-def _run(workload, run, log, mesh, cadence, platform, resumed, source) -> dict:
+def _dispatch_sizes(cadence: Cadence, step: int) -> Iterator[int]:
+    """Every dispatch's size from `step` to the budget (what the input feed stacks)."""
+    for stop in cadence.eval_steps:
+        if stop > step:
+            yield from cadence.dispatches(step, stop)
+            step = stop
+
+
+def _run(workload, run, log, mesh, cadence, start_step, source) -> dict:
     c = workload.config
-    log.event(K.CACHE_CLEAR, True)
-    log.start(K.INIT_START)
+    resumed = start_step is not None
     t_init = time.perf_counter()
-    _log_header(log, workload, platform)
+    platform = platform_name(jax.devices())
+    cleared = False
+    if not resumed:
+        cleared = bool(c.clear_page_cache) and page_cache.drop()
+        log.event(K.CACHE_CLEAR, cleared)
+        log.start(K.INIT_START)
+        _log_header(log, workload, platform)
     eng = engine_lib.create(workload, mesh)
-    compiled = eng.compile(cadence.steps_per_dispatch, synthetic=source == "synthetic")
+    compiled = eng.compile(cadence.steps_per_dispatch, synthetic=source == "synthetic",
+                           single_steps=cadence.needs_single_steps(start_step or 0))
     mgr = checkpoint.manager(run.path, keep=c.checkpoint_keep)
-    progress: dict[str, Any] = {"elapsed_s": 0.0, "train_s": 0.0, "eval_s": 0.0,
-                                "history": [], "attempts": 0}
     if resumed:
         state, progress = checkpoint.restore(mgr, eng.abstract_state, eng.state_shardings)
         state = eng.from_checkpoint(state)
     else:
         state = eng.init_state(c.seed)
+        progress = {"train_s": 0.0, "eval_s": 0.0, "history": [], "attempts": 0,
+                    "cache_clear": cleared}
+        for key, value in workload.mllog_hyperparameters().items():
+            value, metadata = value if isinstance(value, tuple) else (value, None)
+            log.event(key, value, metadata=metadata)
+        log.event(K.TRAIN_SAMPLES, workload.train_samples)
+        log.event(K.EVAL_SAMPLES, workload.eval_samples)
     progress["attempts"] += 1
-    for key, value in workload.mllog_hyperparameters().items():
-        value, metadata = value if isinstance(value, tuple) else (value, None)
-        log.event(key, value, metadata=metadata)
-    log.event(K.TRAIN_SAMPLES, workload.train_samples)
-    log.event(K.EVAL_SAMPLES, workload.eval_samples)
-    step = int(jax.device_get(eng.for_checkpoint(state).step))
+    step = int(np.asarray(jax.device_get(eng.for_checkpoint(state).step)))
     jax.block_until_ready(state)
-    init_s = time.perf_counter() - t_init
-    log.end(K.INIT_STOP)
+    if resumed:
+        # On the clock (it never pauses): the outage and this re-init count.
+        log.event(RESUME_KEY, progress["attempts"], metadata={"step": step})
+        preemption.set_phase(preemption.RUN)
+    else:
+        progress["init_s"] = time.perf_counter() - t_init
+        log.end(K.INIT_STOP)
+        preemption.set_phase(preemption.RUN)
+        progress["run_start_unix"] = now_unix()
+        log.start(K.RUN_START, time_ms=round(progress["run_start_unix"] * 1000))
+    clock = Clock(progress["run_start_unix"])
+    return _loop(workload, run, log, mesh, cadence, source, eng, compiled, mgr, state,
+                 progress, clock, step, platform, resumed)
 
-    # ---- the clock runs from here ---------------------------------------------------------------
-    log.start(K.RUN_START)
-    t0 = time.perf_counter()
-    elapsed = lambda: progress["elapsed_s"] + time.perf_counter() - t0
-    gbs, kdisp = c.global_batch_size, cadence.steps_per_dispatch
-    # Reading the previous block's metrics bounds the queue at 2 blocks; CPU needs a tighter bound.
-    cpu_block = jax.devices()[0].platform == "cpu" and 2 * kdisp > c.cpu_max_steps_in_flight
+
+def _loop(workload, run, log, mesh, cadence, source, eng, compiled, mgr, state, progress,
+          clock, step, platform, resumed) -> dict:
+    c = workload.config
+    gbs, kdisp, ts = c.global_batch_size, cadence.steps_per_dispatch, workload.train_samples
+    # Back-pressure without reading the device: wait (block_until_ready) for the dispatch before
+    # the previous one, so at most two are queued; simulated CPU devices need a tighter bound.
+    cpu_wait = jax.devices()[0].platform == "cpu" and 2 * kdisp > c.cpu_max_steps_in_flight
     pi, pc = jax.process_index(), jax.process_count()
     feed = None
     if source != "synthetic":
-        blocks = data.stack_blocks(workload.train_batches(step, pi, pc), kdisp)
+        blocks = data.stack_blocks(workload.train_batches(step, pi, pc),
+                                   _dispatch_sizes(cadence, step))
         feed = data.Prefetcher(blocks, lambda b: eng.put(b, block=True))
-    status, error, quality = "aborted", None, float("nan")
-    with checkpoint.PreemptionFlag() as preempt, eng.context():
+    status, error, quality, dispatch = "aborted", None, float("nan"), 0
+    with preemption.Flag(pc) as preempt, eng.context():
         try:
             while True:
-                stop = min(cadence.next_eval(step), cadence.max_steps)
-                first = _epoch(workload, step * gbs)
+                stop = cadence.next_eval(step)
+                first = block_first_epoch(step * gbs, ts)
                 log.start(K.BLOCK_START, metadata={
                     "first_epoch_num": first,
-                    "epoch_count": max(_epoch(workload, (stop - step) * gbs), 1e-4)})
-                t_block, pending = time.perf_counter(), None
-                while step < stop:
-                    args = (state,) if feed is None else (state, next(feed))
-                    state, metrics = compiled["train"](*args)
-                    step += kdisp
-                    _check(pending, step - kdisp)  # previous block: already done, no stall
-                    pending = metrics
-                    if cpu_block:
-                        jax.block_until_ready(metrics)
-                    if preempt.reached(step // kdisp):
-                        return _preempt(run, mgr, eng, state, progress, elapsed(), log, step)
-                _check(jax.block_until_ready(pending), step)
-                dt = time.perf_counter() - t_block
-                progress["train_s"] += dt
+                    "epoch_count": max(epochs_trained((stop - step) * gbs, ts), 1e-4)})
+                watch, block_metrics, preempted = Stopwatch(), [], False
+                with jax.transfer_guard_device_to_host("disallow"):
+                    for size in cadence.dispatches(step, stop):
+                        fn = compiled["train"] if size == kdisp else compiled["train_single"]
+                        state, metrics = fn(state) if feed is None else fn(state, next(feed))
+                        step, dispatch = step + size, dispatch + 1
+                        block_metrics.append(metrics)
+                        if cpu_wait:
+                            jax.block_until_ready(metrics)
+                        elif len(block_metrics) > 1:
+                            jax.block_until_ready(block_metrics[-2])
+                        if preempt.reached(dispatch):
+                            preempted = True
+                            break
+                progress["train_s"] += watch.stop(state)
+                if preempted:
+                    return _preempt(run, mgr, eng, state, progress, clock, log, step)
+                _check(block_metrics, step)
                 log.end(K.BLOCK_STOP, metadata={"first_epoch_num": first})
-                epoch = _epoch(workload, step * gbs)
+                epoch = epochs_trained(step * gbs, ts)
                 log.start(K.EVAL_START, metadata={"epoch_num": epoch})
                 quality, eval_s = _evaluate(workload, eng, compiled, state, source)
                 progress["eval_s"] += eval_s
                 log.end(K.EVAL_STOP, metadata={"epoch_num": epoch})
                 log.event(K.EVAL_ACCURACY, quality, metadata={"epoch_num": epoch})
+                elapsed = clock.read(state)
                 progress["history"].append(
-                    {"elapsed_s": elapsed(), "samples": step * gbs, "quality": quality})
+                    {"elapsed_s": elapsed, "samples": step * gbs, "quality": quality})
                 _say(f"[{workload.name}/{c.config_name}] step {step} epoch {epoch}: "
                      f"{workload.target.metric} {quality:.4f} (target {workload.target.value}) "
-                     f"at {elapsed():.1f} s")
+                     f"at {elapsed:.1f} s")
                 if workload.target.reached(quality):
                     status = "success"
                     break
-                if step >= cadence.max_steps or (c.max_time_s and elapsed() > c.max_time_s):
+                if step >= cadence.max_steps or (c.max_time_s and elapsed > c.max_time_s):
                     break
                 every = c.checkpoint_every_evals
                 if every and len(progress["history"]) % every == 0:
-                    _save(mgr, eng, state, progress, elapsed(), step)
+                    _save(mgr, eng, state, progress, step)
         except Diverged as e:
             error = str(e)
         finally:
             if feed is not None:
                 feed.close()
-    jax.block_until_ready(state)
-    run_s = elapsed()
-    log.end(K.RUN_STOP, metadata={"status": status})
+    run_stop_unix = clock.read_unix(state)
+    preemption.set_phase(preemption.FINISH)
+    log.end(K.RUN_STOP, metadata={"status": status}, time_ms=round(run_stop_unix * 1000))
+    run_s = run_stop_unix - progress["run_start_unix"]
     # ---- untimed from here -------------------------------------------------------------------
-    _save(mgr, eng, state, progress, run_s, step)
+    _save(mgr, eng, state, progress, step)
     mgr.close()
-    return _summarize(workload, run, status, error, quality, run_s, init_s, progress, compiled,
+    return _summarize(workload, run, status, error, quality, run_s, progress, compiled,
                       platform, resumed, step, mesh)
 
 
@@ -256,23 +249,27 @@ def _say(message: str) -> None:
         print(message, flush=True)
 
 
-def _save(mgr, eng, state, progress, elapsed_s, step) -> None:
-    progress = dict(progress, elapsed_s=elapsed_s, step=step)
-    checkpoint.save(mgr, step, eng.for_checkpoint(state), progress)
+def _save(mgr, eng, state, progress, step) -> None:
+    checkpoint.save(mgr, step, eng.for_checkpoint(state), dict(progress, step=step))
 
 
-def _preempt(run, mgr, eng, state, progress, elapsed_s, log, step) -> dict:
-    jax.block_until_ready(state)
-    _save(mgr, eng, state, progress, elapsed_s, step)
+def _preempt(run, mgr, eng, state, progress, clock, log, step) -> dict:
+    elapsed = clock.read(state)
+    preemption.set_phase(preemption.FINISH)
+    _save(mgr, eng, state, progress, step)
     mgr.close()
-    log.event("preempted", step, metadata={"elapsed_s": elapsed_s})
-    return {"status": "preempted", "step": step, "workdir": str(run.path)}
+    log.event(PREEMPTED_KEY, step, metadata={"attempt": progress["attempts"],
+                                             "elapsed_s": round(elapsed, 3)})
+    _say(f"Preempted at step {step} ({elapsed:.1f} s on the clock): checkpoint saved. Rerun the "
+         "same command to resume; the clock keeps running meanwhile (MLPerf never pauses it).")
+    return {"status": "preempted", "step": step, "workdir": str(run.path),
+            "attempts": progress["attempts"]}
 
 
-def _summarize(workload, run, status, error, quality, run_s, init_s, progress, compiled,
+def _summarize(workload, run, status, error, quality, run_s, progress, compiled,
                platform, resumed, step, mesh) -> dict:
     c = workload.config
-    train_s = progress["train_s"]
+    train_s, eval_s = progress["train_s"], progress["eval_s"]
     samples = step * c.global_batch_size
     peak = perf.peak_flops(jax.devices(), c.dtype)
     summary = {
@@ -281,6 +278,7 @@ def _summarize(workload, run, status, error, quality, run_s, init_s, progress, c
         "dataset": c.dataset,
         "data_source": c.data_source,
         "is_mlperf": bool(c.is_mlperf),
+        "open_reasons": list(c.get("open_reasons", []) or []),
         "status": status,
         "error": error,
         "target": workload.target.value,
@@ -288,9 +286,13 @@ def _summarize(workload, run, status, error, quality, run_s, init_s, progress, c
         "final_quality": quality,
         "time_to_target_s": run_s if status == "success" else None,
         "run_time_s": run_s,
-        "init_s": init_s,
+        "run_start_unix": progress["run_start_unix"],
+        "init_s": progress["init_s"],
         "train_s": train_s,
-        "eval_s": progress["eval_s"],
+        "eval_s": eval_s,
+        # On the clock but neither training nor eval: input start-up, host work between blocks,
+        # checkpoints on the eval cadence, and for resumed runs the outage and re-init.
+        "other_s": run_s - train_s - eval_s,
         "train_examples_per_s": samples / train_s if train_s else 0.0,
         "flops_per_step": compiled["flops_per_step"],
         "mfu": perf.mfu(compiled["flops_per_step"], step, train_s, peak),
@@ -300,6 +302,7 @@ def _summarize(workload, run, status, error, quality, run_s, init_s, progress, c
         "seed": c.seed,
         "resumed": bool(resumed),
         "attempts": progress["attempts"],
+        "cache_clear": bool(progress.get("cache_clear", False)),
         "platform": platform,
         "process_count": jax.process_count(),
         "parallelism": c.parallelism,

@@ -1,0 +1,95 @@
+"""Where evals fall and how the steps between them are dispatched, and MLPerf epoch numbers.
+
+MLPerf v0.7 training rules, "Quality measure": the quality is evaluated at a fixed frequency in
+training samples ("Every 4 epochs" for ResNet, "Starting at 3M samples, then every 500K samples"
+for BERT, ...). Eval j therefore runs after the first step at or after sample point
+`eval_offset_samples + j * eval_every_samples` (j = 1, 2, ...): eval steps are computed from the
+sample points, never by repeating a rounded step interval, so they do not drift.
+
+Between evals the harness dispatches blocks of K = `steps_per_dispatch` steps; where the interval
+is not a multiple of K, the remainder runs as one-step dispatches (a second executable, compiled
+before the clock starts, and only when the schedule needs it).
+
+Rule "Epoch numbering": epochs are numbered from 1. A block that starts after `s` samples starts
+in epoch `1 + s / train_samples`; an eval after `s` samples is logged at `epoch_num = s /
+train_samples` (the number of epochs trained, i.e. the number of the last epoch it covers).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import math
+
+import ml_collections
+
+from tpubench.errors import UsageError
+
+
+@dataclasses.dataclass(frozen=True)
+class Cadence:
+    """The eval steps of a run (the last one is the budget) and the dispatch size K."""
+
+    steps_per_dispatch: int
+    eval_steps: tuple[int, ...]
+
+    @classmethod
+    def from_config(cls, config: ml_collections.ConfigDict, train_samples: int) -> Cadence:
+        """Eval points every `eval_every_samples` (default: one epoch) after
+        `eval_offset_samples`, up to and including the first point at or past the budget
+        `max_train_samples` (default: 100 epochs)."""
+        gbs = int(config.global_batch_size)
+        every = int(config.eval_every_samples or train_samples)
+        offset = int(config.eval_offset_samples)
+        if every <= 0:
+            raise UsageError(
+                "Set eval_every_samples (or the workload's train_samples) to a positive number "
+                "of samples, e.g. --config.eval_every_samples=50000."
+            )
+        budget = int(config.max_train_samples or 100 * max(train_samples, gbs))
+        n_evals = max(1, math.ceil((budget - offset) / every))
+        steps = tuple(math.ceil((offset + j * every) / gbs) for j in range(1, n_evals + 1))
+        return cls(max(1, int(config.steps_per_dispatch)), steps)
+
+    @property
+    def max_steps(self) -> int:
+        """The step of the last eval: reaching it without the target is `aborted`."""
+        return self.eval_steps[-1]
+
+    def next_eval(self, step: int) -> int:
+        """The first eval step strictly after `step` (the budget if none is left)."""
+        i = bisect.bisect_right(self.eval_steps, step)
+        return self.eval_steps[min(i, len(self.eval_steps) - 1)]
+
+    def dispatches(self, step: int, stop: int) -> list[int]:
+        """Sizes of the dispatches that take the run from `step` to `stop`: K-step blocks, then
+        one-step dispatches for the remainder."""
+        k = self.steps_per_dispatch
+        n = stop - step
+        return [k] * (n // k) + [1] * (n % k)
+
+    def needs_single_steps(self, start_step: int) -> bool:
+        """Whether a run starting at `start_step` ever dispatches a remainder step."""
+        if self.steps_per_dispatch == 1:
+            return False
+        step = start_step
+        for stop in self.eval_steps:
+            if stop > step:
+                if (stop - step) % self.steps_per_dispatch:
+                    return True
+                step = stop
+        return False
+
+
+def _number(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else round(x, 4)
+
+
+def block_first_epoch(samples: int, train_samples: int) -> float | int:
+    """`first_epoch_num` of a block that starts after `samples` samples (epochs count from 1)."""
+    return _number(1 + samples / max(1, train_samples))
+
+
+def epochs_trained(samples: int, train_samples: int) -> float | int:
+    """`epoch_num` of an eval after `samples` samples, and a block's `epoch_count`."""
+    return _number(samples / max(1, train_samples))

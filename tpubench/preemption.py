@@ -1,0 +1,102 @@
+"""SIGTERM at any moment of a run: nothing is lost, and the rerun of the same command resumes.
+
+Preemptible TPU VMs (and most schedulers) send SIGTERM before they stop a machine. The entry
+points call `install()` when the process starts, before JAX is imported, so there is no window in
+which SIGTERM kills the process. What happens then depends on the phase of the run:
+
+    init     (before run_start: mesh, compile, restore): raise `PreemptedBeforeRun` at once. There
+             is nothing to save; the entry point exits 0 and the rerun starts over.
+    run      (run_start .. run_stop): set a flag. The loop polls it between dispatches, saves a
+             checkpoint after the dispatch in flight, logs `tpubench_preempted` and exits 0.
+    finish   (after run_stop: final checkpoint, summary): ignored, so the final save and the
+             summary always complete. Orbax writes a checkpoint to a temporary directory and
+             renames it when complete, so even SIGKILL mid-save leaves no checkpoint the rerun
+             would try to restore.
+
+With several processes, JAX's own preemption service (`jax.distributed`) owns SIGTERM and agrees
+on a common step through `multihost_utils.reached_preemption_sync_point`: `Flag.reached` asks it.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+INIT, RUN, FINISH = "init", "run", "finish"
+
+
+class PreemptedBeforeRun(Exception):
+    """SIGTERM arrived before run_start: nothing to save; rerunning starts over."""
+
+
+class _State:
+    def __init__(self) -> None:
+        self.phase = INIT
+        self.event = threading.Event()
+        self.installed = False
+
+
+_STATE = _State()
+
+
+def _handle(signum: int, frame: Any) -> None:
+    if _STATE.phase == INIT:
+        raise PreemptedBeforeRun(
+            "SIGTERM before run_start: nothing was trained, so nothing was saved. Rerun the same "
+            "command to start the run over."
+        )
+    _STATE.event.set()
+
+
+def install() -> None:
+    """Route SIGTERM through this module from now on (main thread only; idempotent)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _handle)
+        _STATE.installed = True
+
+
+def installed() -> bool:
+    """Whether `install()` has run in this process."""
+    return _STATE.installed
+
+
+def set_phase(phase: str) -> None:
+    """Enter `init`, `run` or `finish` (the train loop calls this)."""
+    _STATE.phase = phase
+    if phase == INIT:
+        _STATE.event.clear()
+
+
+class Flag:
+    """Whether the run should save and stop, polled between dispatches.
+
+    Installs the handler for the duration of a run when the entry point has not (library use,
+    e.g. a notebook) and restores the previous handler afterwards.
+    """
+
+    def __init__(self, process_count: int) -> None:
+        self._process_count = process_count
+        self._previous: Any = None
+
+    def __enter__(self) -> Flag:
+        if self._process_count == 1 and not _STATE.installed:
+            if threading.current_thread() is threading.main_thread():
+                self._previous = signal.signal(signal.SIGTERM, _handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+            self._previous = None
+
+    def reached(self, dispatch: int) -> bool:
+        """Whether to save and stop after dispatch number `dispatch` (counts up by one from the
+        same value on every process). Several processes: JAX's preemption sync point, a local
+        check (no collective in the train loop) that turns true on the same dispatch
+        everywhere."""
+        if self._process_count == 1:
+            return _STATE.event.is_set()
+        from jax.experimental import multihost_utils
+
+        return multihost_utils.reached_preemption_sync_point(dispatch)
