@@ -27,7 +27,13 @@ from collections import defaultdict
 
 from tpubench import rules
 from tpubench.errors import UsageError
-from tpubench.report.logs import Run, chips_from_platform, run_from_log, run_from_workdir
+from tpubench.report.logs import (
+    Run,
+    chips_from_platform,
+    run_from_log,
+    run_from_workdir,
+    unfinished_reason,
+)
 from tpubench.report.scoring import BenchmarkResult, score_runs
 
 RESULT_LOG = re.compile(r"result_\d+\.txt")
@@ -168,6 +174,20 @@ def _attempt_logs(root: pathlib.Path) -> list[NotScored]:
     return out
 
 
+def _orphan_logs(root: pathlib.Path) -> list[NotScored]:
+    """Run logs (`mlperf_log.txt`) with no `summary.json` beside them: never scored."""
+    out = []
+    for log in sorted(root.rglob("mlperf_log.txt")):
+        if (log.parent / "summary.json").exists() or not log.is_file():
+            continue
+        run = run_from_log(log, "?")
+        reason = unfinished_reason(run) if run.status == "unfinished" else (
+            "mlperf_log.txt with no summary.json beside it: the run never finished writing "
+            "its results")
+        out.append(NotScored(os.fspath(log.parent), reason))
+    return out
+
+
 def _benchmark_name(runs: list[Run], folder: str) -> str:
     alias = "maskrcnn" if folder == "mask" else folder  # the summarizer's _benchmark_alias
     logged = runs[0].benchmark if runs else "unknown"
@@ -214,7 +234,7 @@ def load_tree(root: str | os.PathLike, label: str | None = None) -> ResultsTree:
             BenchmarkResult(system, benchmark, runs, chips_from_platform(system),
                             "JAX (tpubench)", label or root_path.resolve().name)
         )
-    not_scored += _attempt_logs(root_path)
+    not_scored += _orphan_logs(root_path) + _attempt_logs(root_path)
 
     if not closed and not opened and not mini and not not_scored:
         raise UsageError(
