@@ -61,9 +61,9 @@ def published(shared_data_dir, tmp_path_factory):
 def test_every_folder_the_summarizer_scores_gets_the_same_score(org, published, shared_data_dir):
     """Closed and open results alike, bit for bit; open-division ones are kept apart.
 
-    Bites: the old loader (KeyError 'time_ms' on Alibaba), a division read from the log only
-    (SIAT's modelarts_512_tensorflow_open has 4 logs saying closed), or scoring a folder the
-    summarizer does not.
+    Bites: reading time_ms unguarded (the old KeyError 'time_ms' on Alibaba), open-division
+    results put with the closed ones (SIAT's modelarts_512_tensorflow_open: 4 of its 5 logs say
+    closed, its system description says open), or scoring a folder the summarizer does not.
     """
     tree = published[org]
     expected = official_folder_scores(shared_data_dir / "mlperf_v07_results" / org)
@@ -104,7 +104,7 @@ def test_what_cannot_be_scored_is_listed_with_the_reason(published, shared_data_
 
 
 def test_report_on_the_alibaba_tree_lists_it_and_exits_0(shared_data_dir, tmp_path):
-    """Bites: the KeyError: 'time_ms' crash of the old loader."""
+    """Bites: reading time_ms unguarded (the KeyError: 'time_ms' crash of the old loader)."""
     out = tmp_path / "out"
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
