@@ -173,6 +173,7 @@ def test_report_prints_official_scores_and_writes_tables_and_plots(cli_run, goog
 
 
 def test_every_benchmark_gets_a_quality_plot(cli_run, google):
+    """Bites: a loader that drops the minigo folder (7 plots instead of 8)."""
     _, _, out = cli_run
     benchmarks = {b for _, b in GOOGLE_FOLDERS}
     assert len(benchmarks) == 8

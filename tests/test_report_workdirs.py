@@ -74,6 +74,10 @@ def test_mlperf_workdirs_score_as_the_official_summarizer_on_the_same_logs(
 
 
 def test_mini_runs_are_reported_apart_and_never_as_mlperf_results(runs_dir, tmp_path):
+    """Mini rows carry a qualified name and the reason they are not MLPerf.
+
+    Bites: a mini row named plain `resnet` (the MLPerf benchmark name, no qualifier).
+    """
     tree = load_tree(runs_dir)
     assert sorted(r.status for r in tree.mini_runs) == ["aborted", "success"]
     assert all(r.is_mlperf for res in tree.results for r in res.runs)
