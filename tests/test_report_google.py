@@ -21,6 +21,21 @@ from tpubench.report import cli
 from tpubench.report.compliance import ComplianceCache, check_in_process, check_runs
 from tpubench.report.tree import load_tree, rescore
 
+# The 35 system/benchmark folders of Google's v0.7 submission (results/<system>/<benchmark>).
+GOOGLE_FOLDERS = {
+    ("gpu-v100-8-TF2.0", "bert"), ("gpu-v100-8-TF2.0", "resnet"),
+    ("tpu-v3-1024-TF", "gnmt"), ("tpu-v3-1024-TF", "maskrcnn"),
+    ("tpu-v3-32-TF2.0", "bert"), ("tpu-v3-32-TF2.0", "resnet"),
+    ("tpu-v3-4096-JAX", "ssd"),
+    *(("tpu-v3-8192-JAX", b) for b in ("bert", "resnet", "transformer")),
+    *(("tpu-v3-8192-TF", b) for b in ("bert", "resnet", "ssd", "transformer")),
+    *(("tpu-v4-128-TF", b)
+      for b in ("bert", "dlrm", "gnmt", "maskrcnn", "minigo", "resnet", "ssd", "transformer")),
+    *(("tpu-v4-16-TF", b)
+      for b in ("bert", "dlrm", "gnmt", "maskrcnn", "resnet", "ssd", "transformer")),
+    *(("tpu-v4-512-TF", b) for b in ("bert", "gnmt", "maskrcnn", "resnet", "ssd", "transformer")),
+}
+
 
 def official_score(benchmark_folder: pathlib.Path, benchmark: str) -> float | None:
     """The official summarizer's score for one results/<system>/<benchmark> folder."""
@@ -76,7 +91,16 @@ def test_jax_resnet50_on_4096_tpu_v3_chips_scores_as_the_official_summarizer(
 
 
 def test_every_system_and_benchmark_scores_as_the_official_summarizer(checked_tree, google):
-    assert len(checked_tree.results) == len(list(google.glob("results/*/*")))
+    """All 35 folders, by name: a folder lost on disk or by the loader fails the test.
+
+    Bites: deleting one folder of a copy of the tree, or a loader that skips result_9.txt-style
+    names (fewer runs, other scores); and a test that compared with however many it found.
+    """
+    assert len(GOOGLE_FOLDERS) == 35
+    assert {(p.parent.name, p.name) for p in google.glob("results/*/*")} == GOOGLE_FOLDERS
+    assert {(r.system, r.benchmark) for r in checked_tree.results} == GOOGLE_FOLDERS
+    assert len(checked_tree.results) == 35
+    assert not checked_tree.open_results and not checked_tree.not_scored
     for res in checked_tree.results:
         folder = google / "results" / res.system / res.benchmark
         assert res.minutes == pytest.approx(official_score(folder, res.benchmark), rel=1e-12), (
@@ -149,8 +173,10 @@ def test_report_prints_official_scores_and_writes_tables_and_plots(cli_run, goog
 
 
 def test_every_benchmark_gets_a_quality_plot(cli_run, google):
+    """Bites: a loader that drops the minigo folder (7 plots instead of 8)."""
     _, _, out = cli_run
-    benchmarks = {p.name for p in google.glob("results/*/*")}
+    benchmarks = {b for _, b in GOOGLE_FOLDERS}
+    assert len(benchmarks) == 8
     assert {p.name for p in out.glob("quality_*.png")} == {f"quality_{b}.png" for b in benchmarks}
 
 

@@ -55,9 +55,14 @@ def test_maskrcnn_target_needs_both_box_and_mask_map():
     assert target.primary_value({"BBOX": 0.38, "SEGM": 0.34}) == 0.38
 
 
-def test_bert_target_is_relaxed_for_batches_of_8192_and_more():
-    assert target_for("bert", global_batch_size=4096).primary_threshold == 0.712
-    assert target_for("bert", global_batch_size=8192).primary_threshold == 0.706
+def test_bert_target_is_0712_at_every_batch_size():
+    """The v0.7 rules (tpubench.rules): no large-batch relaxation, unlike the 0.7.1 checker.
+
+    Bites: restoring the 0.706 relaxation for batch >= 8192 in tpubench.rules.
+    """
+    target = target_for("bert")
+    assert target.primary_threshold == 0.712
+    assert not target.reached(0.7119) and target.reached(0.712)
 
 
 MATRIX = {"A": {"x": 1.0, "y": 2.0}, "B": {"x": 2.0}, "C": {"x": 8.0, "y": 1.0}}

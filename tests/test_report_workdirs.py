@@ -74,6 +74,10 @@ def test_mlperf_workdirs_score_as_the_official_summarizer_on_the_same_logs(
 
 
 def test_mini_runs_are_reported_apart_and_never_as_mlperf_results(runs_dir, tmp_path):
+    """Mini rows carry a qualified name and the reason they are not MLPerf.
+
+    Bites: a mini row named plain `resnet` (the MLPerf benchmark name, no qualifier).
+    """
     tree = load_tree(runs_dir)
     assert sorted(r.status for r in tree.mini_runs) == ["aborted", "success"]
     assert all(r.is_mlperf for res in tree.results for r in res.runs)
@@ -82,7 +86,7 @@ def test_mini_runs_are_reported_apart_and_never_as_mlperf_results(runs_dir, tmp_
     stdout = _run_cli([str(runs_dir), f"--out={out}"])
     mlperf_part, mini_part = stdout.split("## Mini and smoke runs (not MLPerf results)")
     assert "1xcpu" not in mlperf_part
-    assert "| resnet | mini | 1xcpu | 2 | 1/2 |" in mini_part
+    assert "| resnet [mini] | 1xcpu | is_mlperf false (config mini) | 2 | 1/2 |" in mini_part
     report = json.loads((out / "report.json").read_text())
     assert [r["system"] for r in report["results"]] == ["4096xTPU_v3"]
     assert len(report["mini_runs_not_mlperf"]) == 2

@@ -16,6 +16,8 @@ from typing import Any
 
 from mlperf_logging.mllog import constants, mllog
 
+from tpubench import rules
+
 __all__ = ["RunLogger", "ComplianceResult", "check_compliance", "constants"]
 
 
@@ -82,7 +84,7 @@ class ComplianceResult:
 
 
 def check_compliance(
-    log_path: str | os.PathLike, usage: str = "training", ruleset: str = "0.7.0"
+    log_path: str | os.PathLike, usage: str = rules.USAGE, ruleset: str = rules.RULESET
 ) -> ComplianceResult:
     """Run `python -m mlperf_logging.compliance_checker` (the official tool) on one log."""
     with tempfile.TemporaryDirectory() as tmp:  # never write beside the log (it may be read-only)

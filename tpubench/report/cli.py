@@ -82,7 +82,8 @@ def _plots(tree: ResultsTree, trees: list[ResultsTree], out: pathlib.Path) -> li
     for benchmark, group in groups.items():
         written.append(plots.plot_quality_curves(
             group, out / f"quality_{benchmark}.png", f"{benchmark}: quality vs time, every run"))
-    everything = tables.by_benchmark([r for t in trees for r in t.results])
+    # Time to target compares systems: valid results only (never an incomplete one).
+    everything = tables.by_benchmark([r for t in trees for r in t.results if r.valid])
     if everything:
         written.append(plots.plot_time_to_target(everything, out / "time_to_target.png"))
         if any(r.chips for rs in everything.values() for r in rs):
@@ -108,6 +109,7 @@ def main(argv: list[str]) -> int:
     report = tables.markdown_report(
         mine.results, mine.mini_runs, f"MLPerf Training v0.7 results: {mine.label}",
         show_source=len({r.source for r in mine.results}) > 1,
+        open_results=mine.open_results, not_scored=mine.not_scored,
     )
     if published:
         report += "\n" + compare.comparison_markdown(mine, published, per_chip=args.per_chip)
@@ -115,7 +117,7 @@ def main(argv: list[str]) -> int:
     if not args.no_plots:
         written = _plots(mine, trees, out) + written
 
-    data = tables.json_report(mine.results, mine.mini_runs)
+    data = tables.json_report(mine.results, mine.mini_runs, mine.open_results, mine.not_scored)
     if published:
         data["comparison"] = compare.comparison_rows(mine, published, per_chip=args.per_chip)
     (out / "report.md").write_text(report)

@@ -3,7 +3,9 @@
 For each benchmark the user has a result on, every system from every tree is listed, fastest
 first, with its ratio to the best published result: in minutes, or, with `per_chip`, in
 chip-minutes (score x chips), which puts a 16-chip run and a 4096-chip run on one scale of
-cost. Mini runs are never compared: they are not MLPerf results.
+cost. Mini runs and open-division results are never compared: they are not closed-division
+MLPerf results. A result that is not valid (fewer runs than required, or invalid) is listed
+with its verdict but gets no ratio, and never serves as the best published figure.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ def figure(result: BenchmarkResult, per_chip: bool) -> float | None:
 
 
 def best_published(published: list[BenchmarkResult], per_chip: bool) -> BenchmarkResult | None:
-    """The published result with the lowest figure (None when none has one)."""
-    scored = [r for r in published if figure(r, per_chip) is not None]
+    """The valid published result with the lowest figure (None when none has one)."""
+    scored = [r for r in published if r.valid and figure(r, per_chip) is not None]
     return min(scored, key=lambda r: figure(r, per_chip)) if scored else None
 
 
@@ -37,16 +39,18 @@ def comparison_rows(
         best_value = figure(best, per_chip) if best else None
         rows = []
         for r, is_mine in [(r, True) for r in own] + [(r, False) for r in pub]:
-            value = figure(r, per_chip)
+            value = figure(r, per_chip) if r.valid else None
             rows.append({
                 "mine": is_mine, "source": r.source, "system": r.system, "chips": r.chips,
-                "minutes": r.minutes, "chip_minutes": r.chip_minutes, "verdict": r.verdict(),
+                "minutes": r.minutes, "chip_minutes": r.chip_minutes, "valid": r.valid,
+                "verdict": r.verdict(),
                 "ratio_to_best_published": (
                     value / best_value if value is not None and best_value else None
                 ),
             })
         inf = float("inf")
-        rows.sort(key=lambda row: (row["ratio_to_best_published"] or inf, not row["mine"]))
+        rows.sort(key=lambda row: (not row["valid"], row["ratio_to_best_published"] or inf,
+                                   not row["mine"]))
         out[benchmark] = rows
     return out
 
@@ -67,9 +71,11 @@ def comparison_markdown(
             def fmt(v: float | None, d: int = 3) -> str:
                 return "-" if v is None else f"{v:.{d}f}"
 
+            flag = "" if row["valid"] else " (not valid)"
             parts.append(
                 f"| {'**mine**' if row['mine'] else ''} | {row['source']} | {row['system']} | "
-                f"{row['chips'] or '?'} | {fmt(row['minutes'])} | {fmt(row['chip_minutes'], 1)}"
+                f"{row['chips'] or '?'} | {fmt(row['minutes'])}{flag} | "
+                f"{fmt(row['chip_minutes'], 1)}"
                 f" | {fmt(row['ratio_to_best_published'], 2)} | {row['verdict']} |"
             )
     return "\n".join(parts) + "\n"

@@ -22,10 +22,11 @@ import pathlib
 import threading
 from collections.abc import Iterable, Iterator
 
+from tpubench import rules
 from tpubench.mllog import ComplianceResult, check_compliance
 
-USAGE = "training"
-RULESET = "0.7.0"
+USAGE = rules.USAGE
+RULESET = rules.RULESET
 _LOCK = threading.Lock()
 
 
@@ -61,6 +62,12 @@ def _check_one(log_path: str, ruleset: str) -> ComplianceResult:
         return check_in_process(log_path, ruleset)
     except (ImportError, AttributeError, TypeError):
         return check_compliance(log_path, usage=USAGE, ruleset=ruleset)
+    except Exception as e:  # noqa: BLE001 - the checker's own parser crashing is a verdict
+        # e.g. KeyError('time_ms') on a log stamped in time_s: the official checker cannot read
+        # it (its CLI dies with the same traceback), so the log fails compliance.
+        return ComplianceResult(
+            False, f"ERROR: the official checker could not parse this log: {type(e).__name__} "
+            f"{e}")
 
 
 class ComplianceCache:

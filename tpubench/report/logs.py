@@ -1,11 +1,20 @@
 """Reading runs: `:::MLLOG` result logs and our own run work directories, as `Run` records.
 
 A `Run` is what scoring, tables and plots need from one training run: its run time
-(`run_stop - run_start`), how it ended, and its quality curve. Two sources:
+(`run_stop - run_start`), how it ended, how many attempts it took, and its quality curve. Two
+sources:
 
 - an MLPerf result log (`results/<system>/<benchmark>/result_<i>.txt`), parsed line by line;
-- one of our work directories (`summary.json` + `mlperf_log.txt`), where the log, when present,
-  still gives the clock and the summary gives the platform, config and `is_mlperf`.
+- one of our work directories (`summary.json` + `mlperf_log.txt`). For an MLPerf run the log
+  alone gives the clock, the quality reached and the target (from `tpubench.rules`, never from
+  the summary); the summary gives the platform, config and `is_mlperf`.
+
+Resumed runs (see docs/report.md): a preempted tpubench run keeps ONE log across attempts:
+attempt 1's lines, a `tpubench_preempted` event, then per resume a `tpubench_resume` event
+(value = attempt number), and one `run_stop`. Its time is `run_stop - run_start` of that one
+log, the outage and the re-init included (the MLPerf clock never pauses); its attempt count is
+1 + the number of `tpubench_resume` lines. A log that ends preempted, without `run_stop`, is an
+unfinished run and is never scored.
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ from typing import Any
 from tpubench.report.targets import QualityTarget, target_for
 
 MLLOG_PREFIX = ":::MLLOG"
+PREEMPTED_KEY = "tpubench_preempted"
+RESUME_KEY = "tpubench_resume"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,9 +45,11 @@ class EvalPoint:
 class Run:
     """One training run, from whichever source.
 
-    `status` is "success", "aborted" (the run said so: `abort`/`aborted`) or "incomplete" (no
-    run_start/run_stop in the log). `reached_target` is None when the benchmark's target is
-    unknown (e.g. a mini config whose summary does not say).
+    `status` is "success", "aborted" (the run said so: `abort`/`aborted`), "unfinished" (it was
+    preempted and never resumed to `run_stop`) or "incomplete" (no run_start/run_stop).
+    `reached_target` is None when the benchmark's target is unknown (e.g. a mini config whose
+    summary does not say). `not_scored` is set when the run must not be scored at all (it is
+    listed apart with this reason); `format_problem` when the log is not in the v0.7 format.
     """
 
     path: str
@@ -52,6 +65,16 @@ class Run:
     log_path: str | None = None
     config: str = ""
     compliance: Any = None  # a tpubench.mllog.ComplianceResult once checked
+    attempts: int = 1
+    division: str = ""  # "closed", "open", or "" when the log does not say
+    preempted_at_step: int | None = None  # set when the log ends preempted
+    not_scored: str = ""
+    format_problem: str = ""
+
+    @property
+    def resumed(self) -> bool:
+        """The run took more than one attempt (it was preempted and resumed)."""
+        return self.attempts > 1
 
     @property
     def converged(self) -> bool:
@@ -70,6 +93,10 @@ class Run:
 
     def why_not_counted(self) -> str:
         """A short reason this run does not count toward the score ('' when it does)."""
+        if self.status == "unfinished":
+            return unfinished_reason(self)
+        if self.format_problem:
+            return self.format_problem
         if self.minutes is None:
             return "no run_start/run_stop"
         if self.status != "success":
@@ -81,6 +108,13 @@ class Run:
         return ""
 
 
+def unfinished_reason(run: Run) -> str:
+    """Why an unfinished (preempted, never resumed to run_stop) run is not scored."""
+    step = "" if run.preempted_at_step is None else f" at step {run.preempted_at_step}"
+    return (f"unfinished: preempted{step} in attempt {run.attempts} and not resumed to run_stop "
+            "(rerun the same command to resume it)")
+
+
 def read_mllog(path: str | os.PathLike) -> list[dict[str, Any]]:
     """The `:::MLLOG` records of a file, in order (other lines, e.g. stdout noise, skipped)."""
     records = []
@@ -90,14 +124,26 @@ def read_mllog(path: str | os.PathLike) -> list[dict[str, Any]]:
             if at < 0:
                 continue
             try:
-                records.append(json.loads(line[at + len(MLLOG_PREFIX):]))
+                record = json.loads(line[at + len(MLLOG_PREFIX):])
             except json.JSONDecodeError:
                 continue
+            if isinstance(record, dict):
+                records.append(record)
     return records
 
 
 def _first(records: list[dict], key: str) -> dict | None:
     return next((r for r in records if r.get("key") == key), None)
+
+
+def _time_ms(record: dict | None) -> float | None:
+    """A record's `time_ms` (the v0.7 timestamp); None when absent or not a number."""
+    if record is None:
+        return None
+    try:
+        return float(record["time_ms"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _status(stop: dict | None) -> str:
@@ -109,36 +155,63 @@ def _status(stop: dict | None) -> str:
     return "aborted" if status.startswith("abort") else (status or "incomplete")
 
 
+def _attempts(records: list[dict]) -> tuple[int, int | None]:
+    """(attempts, step of the last preemption if the log ends preempted, else None)."""
+    attempts, preempted_at = 1, None
+    for r in records:
+        if r.get("key") == RESUME_KEY:
+            attempts += 1
+            preempted_at = None
+        elif r.get("key") == PREEMPTED_KEY:
+            value = r.get("value")
+            preempted_at = int(value) if isinstance(value, int | float) else -1
+    return attempts, preempted_at
+
+
 def run_from_log(
     path: str | os.PathLike, system: str, benchmark: str | None = None, is_mlperf: bool = True
 ) -> Run:
-    """Parse one MLPerf result log into a `Run` (run time, status, quality curve, target)."""
+    """Parse one MLPerf result log into a `Run` (run time, status, attempts, curve, target).
+
+    Never raises on a malformed log: what it lacks is recorded in `format_problem`/`status`.
+    """
     records = read_mllog(path)
     bench_rec = _first(records, "submission_benchmark")
-    benchmark = (bench_rec or {}).get("value") or benchmark or "unknown"
+    benchmark = str((bench_rec or {}).get("value") or benchmark or "unknown")
+    division = str((_first(records, "submission_division") or {}).get("value") or "").lower()
     start, stop = _first(records, "run_start"), _first(records, "run_stop")
+    t0, t1 = _time_ms(start), _time_ms(stop)
+    problem = ""
+    if (start is not None and t0 is None) or (stop is not None and t1 is None):
+        stamp = "time_s" if any("time_s" in r for r in records) else "no timestamp"
+        problem = (f"run_start/run_stop carry {stamp}, not time_ms: not the v0.7 log format "
+                   "(the 0.7.0 checker cannot parse it)")
     minutes = None
-    if start is not None and stop is not None:
+    if t0 is not None and t1 is not None:
         # Same arithmetic as the official summarizer (ms / 60 / 1000), so scores agree bit for bit.
-        minutes = (float(stop["time_ms"]) - float(start["time_ms"])) / 60 / 1000
-    gbs = (_first(records, "global_batch_size") or {}).get("value")
-    target = target_for(benchmark, global_batch_size=gbs)
-    t0 = float(start["time_ms"]) if start is not None else None
+        minutes = (t1 - t0) / 60 / 1000
+    target = target_for(benchmark)
     curve, values = [], []
     for r in records:
         if r.get("key") != "eval_accuracy":
             continue
         values.append(r.get("value"))
-        if t0 is not None and target is not None:
+        t = _time_ms(r)
+        if t0 is not None and t is not None and target is not None:
             primary = target.primary_value(r.get("value"))
             if primary is not None:
-                curve.append(EvalPoint((float(r["time_ms"]) - t0) / 60_000.0, primary))
+                curve.append(EvalPoint((t - t0) / 60_000.0, primary))
     reached = None if target is None else any(target.reached(v) for v in values)
-    final = curve[-1].quality if curve else None
+    attempts, preempted_at = _attempts(records)
+    status = _status(stop)
+    if stop is None and preempted_at is not None:
+        status = "unfinished"
     return Run(
         path=os.fspath(path), system=system, benchmark=benchmark, minutes=minutes,
-        status=_status(stop), curve=curve, target=target, reached_target=reached,
-        final_quality=final, is_mlperf=is_mlperf, log_path=os.fspath(path),
+        status=status, curve=curve, target=target, reached_target=reached,
+        final_quality=curve[-1].quality if curve else None, is_mlperf=is_mlperf,
+        log_path=os.fspath(path), attempts=attempts, division=division,
+        preempted_at_step=None if stop is not None else preempted_at, format_problem=problem,
     )
 
 
@@ -154,24 +227,62 @@ def chips_from_platform(platform: str) -> int | None:
 def run_from_workdir(summary_path: str | os.PathLike) -> Run:
     """A `Run` from one of our work directories (`summary.json`, plus `mlperf_log.txt` if any).
 
-    The clock comes from the MLPerf log when it has run_start/run_stop (the MLPerf definition);
-    otherwise from the summary (`time_to_target_s`, or the last eval of an aborted run).
+    An MLPerf run (`is_mlperf: true` and not open division in its log) is scored from its log
+    only: time = run_stop - run_start, target from `tpubench.rules`. Without a log, with a log
+    that ends preempted, or with a log that holds only the last attempt of a resumed run, it
+    gets `not_scored` set. A run that is not MLPerf keeps the summary's own target and clock.
     """
     summary_path = pathlib.Path(summary_path)
     summary = json.loads(summary_path.read_text())
+    if not isinstance(summary, dict):
+        raise ValueError(f"{summary_path} is not a run summary")
     workdir = summary_path.parent
     system = str(summary.get("platform") or "unknown")
-    is_mlperf = bool(summary.get("is_mlperf", False))
     log = workdir / "mlperf_log.txt"
-    base = run_from_log(log, system, summary.get("workload"), is_mlperf) if log.exists() else None
+    base = run_from_log(log, system, summary.get("workload")) if log.exists() else None
+    open_division = base is not None and base.division == "open"
+    is_mlperf = bool(summary.get("is_mlperf", False)) and not open_division
+    if is_mlperf:
+        return _mlperf_run(summary, workdir, system, base)
+    return _other_run(summary, workdir, system, base, open_division)
 
+
+def _mlperf_run(summary: dict, workdir: pathlib.Path, system: str, base: Run | None) -> Run:
+    workload = str(summary.get("workload") or "unknown")
+    if base is None:
+        target = target_for(workload)
+        return Run(
+            path=os.fspath(workdir), system=system, benchmark=workload, minutes=None,
+            status="incomplete", curve=[], target=target, reached_target=None,
+            final_quality=None, config=str(summary.get("config") or ""),
+            not_scored="no mlperf_log.txt: an MLPerf score comes from the log's run_start and "
+            "run_stop, never from summary.json",
+        )
+    config = str(summary.get("config") or "")
+    run = dataclasses.replace(base, path=os.fspath(workdir), config=config)
+    if run.benchmark == "unknown":
+        run = dataclasses.replace(run, benchmark=workload, target=target_for(workload))
+    summary_attempts = int(summary.get("attempts") or 1)
+    if run.status == "unfinished":
+        run.not_scored = unfinished_reason(run)
+    elif (summary.get("resumed") or summary_attempts > 1) and run.attempts == 1:
+        run.not_scored = (
+            f"resumed run ({summary_attempts} attempts per summary.json) whose mlperf_log.txt "
+            "holds only its last attempt: its run_stop - run_start would leave out the earlier "
+            "attempts and the outage (logs written before tpubench kept one log per run)")
+    return run
+
+
+def _other_run(
+    summary: dict, workdir: pathlib.Path, system: str, base: Run | None, open_division: bool
+) -> Run:
     history = summary.get("quality_history") or []
     curve = [EvalPoint(float(h["elapsed_s"]) / 60.0, float(h["quality"])) for h in history]
     raw_status = str(summary.get("status") or "incomplete").lower()
     status = "aborted" if raw_status.startswith("abort") else raw_status
     target = _summary_target(summary) or (base.target if base is not None else None)
     minutes = base.minutes if base is not None else None
-    if minutes is None:
+    if minutes is None and (base is None or base.status != "unfinished"):
         seconds = summary.get("time_to_target_s")
         if seconds is None and curve:
             seconds = curve[-1].elapsed_min * 60.0
@@ -184,23 +295,34 @@ def run_from_workdir(summary_path: str | os.PathLike) -> Run:
         )
     elif status == "success":
         reached = True
-    return Run(
-        path=os.fspath(workdir), system=system,
-        # MLPerf runs are named by their MLPerf benchmark (to sit beside published results);
-        # mini runs by their workload.
-        benchmark=(base.benchmark if is_mlperf and base and base.benchmark != "unknown" else None)
-        or str(summary.get("workload") or "unknown"),
+    attempts = base.attempts if base is not None else int(summary.get("attempts") or 1)
+    run = Run(
+        path=os.fspath(workdir), system=system, benchmark=str(summary.get("workload") or "unknown"),
         minutes=minutes, status=status, curve=curve or (base.curve if base else []),
         target=target, reached_target=reached,
         final_quality=None if final is None else float(final),
-        is_mlperf=is_mlperf, log_path=os.fspath(log) if log.exists() else None,
-        config=str(summary.get("config") or ""),
+        is_mlperf=False, log_path=os.fspath(base.log_path) if base else None,
+        config=str(summary.get("config") or ""), attempts=attempts,
+        division="open" if open_division else (base.division if base else ""),
     )
+    if base is not None and base.status == "unfinished":
+        run.status, run.preempted_at_step = "unfinished", base.preempted_at_step
+        run.not_scored = unfinished_reason(run)
+    return run
+
+
+def why_not_mlperf(run: Run) -> str:
+    """Why a workdir run is reported apart from MLPerf results ('' for an MLPerf run)."""
+    if run.is_mlperf:
+        return ""
+    if run.division == "open":
+        return "open division in its log (a closed-division setting was changed)"
+    return f"is_mlperf false (config {run.config or '?'})"
 
 
 def _summary_target(summary: dict) -> QualityTarget | None:
     """The target a summary declares: a number (+ `target_metric`, `higher_is_better`), or a
-    dict {"metric", "value", "higher_is_better"}."""
+    dict {"metric", "value", "higher_is_better"}. Used only for runs that are not MLPerf."""
     t = summary.get("target")
     if isinstance(t, int | float):
         return QualityTarget(

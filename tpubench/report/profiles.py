@@ -30,14 +30,20 @@ def time_matrix(
     results: Iterable[BenchmarkResult], per_chip: bool = False,
     systems: Sequence[str] | None = None,
 ) -> Matrix:
-    """system -> benchmark -> time (minutes, or chip-minutes), valid scores only."""
+    """system -> benchmark -> time (minutes, or chip-minutes), valid results only.
+
+    A result with fewer runs than the rules require, an invalid one, or an open-division one
+    never enters the matrix (`BenchmarkResult.valid`).
+    """
     results = list(results)
     with_source = len({r.source for r in results}) > 1
     matrix: Matrix = {}
     for r in results:
         value = r.chip_minutes if per_chip else r.minutes
         label = system_label(r, with_source)
-        if value is None or (systems and label not in systems and r.system not in systems):
+        if not r.valid or value is None or (
+            systems and label not in systems and r.system not in systems
+        ):
             continue
         matrix.setdefault(label, {})[r.benchmark] = value
     return matrix

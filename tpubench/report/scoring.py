@@ -4,6 +4,13 @@ Rules (v0.7): a run's result is `run_stop - run_start` in minutes; a benchmark r
 (5 for resnet, ssd, maskrcnn, dlrm; 10 for gnmt, transformer, bert, minigo); drop the fastest and
 the slowest and average the rest. One run that did not converge counts as the slowest (so only
 the fastest converged run is dropped besides it); two or more make the result invalid.
+
+Fewer runs than required: the olympic mean is still computed (as mlperf_logging's result
+summarizer does, so the number can be checked), but the result is not valid: it is marked
+INCOMPLETE and left out of comparisons and performance profiles. More runs than required: the
+result is flagged; the olympic mean drops the fastest and the slowest of ALL the runs and
+averages the rest (the summarizer's `_compute_olympic_average(scores, dropped, 1)`), so extra
+runs are averaged in, never discarded.
 """
 
 from __future__ import annotations
@@ -11,10 +18,11 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
+from tpubench import rules
 from tpubench.report.logs import Run
 from tpubench.report.targets import required_runs
 
-MAX_NOT_CONVERGED = 1
+MAX_NOT_CONVERGED = rules.MAX_NOT_CONVERGED
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +64,7 @@ class BenchmarkResult:
     framework: str = ""
     source: str = ""  # which results tree ("Google", "mine", ...)
     score: OlympicScore | None = None
+    division: str = "closed"  # "open" results are reported apart, never compared
 
     @property
     def required(self) -> int | None:
@@ -80,17 +89,57 @@ class BenchmarkResult:
         return [r for r in self.runs if not r.counted]
 
     @property
+    def complete(self) -> bool:
+        """At least as many runs as the rules require (True when the benchmark is unknown)."""
+        return len(self.runs) >= (self.required or 0)
+
+    @property
+    def extra_runs(self) -> int:
+        """Runs beyond the required number (0 when not more)."""
+        return max(0, len(self.runs) - self.required) if self.required else 0
+
+    @property
+    def resumed_runs(self) -> list[Run]:
+        """Runs that took more than one attempt."""
+        return [r for r in self.runs if r.resumed]
+
+    @property
     def valid(self) -> bool:
-        """A valid MLPerf result: a score, and at least as many runs as the rules require."""
-        return self.minutes is not None and len(self.runs) >= (self.required or 0)
+        """A valid closed-division MLPerf result: a score, and the runs the rules require.
+
+        Only valid results enter comparisons and performance profiles.
+        """
+        return self.minutes is not None and self.complete and self.division != "open"
+
+    def runs_cell(self) -> str:
+        """'5/5', '3/5 INCOMPLETE' or '7/5 (2 extra)'."""
+        if not self.required:
+            return str(len(self.runs))
+        text = f"{len(self.runs)}/{self.required}"
+        if not self.complete:
+            return text + " INCOMPLETE"
+        return text + (f" ({self.extra_runs} extra)" if self.extra_runs else "")
+
+    def score_cell(self) -> str:
+        """The score in minutes for a table; an incomplete result's score is marked as such."""
+        if self.minutes is None:
+            return "-"
+        return f"{self.minutes:.3f}" + ("" if self.complete else " (incomplete, not valid)")
 
     def verdict(self) -> str:
         """The result's status in words: 'valid', or what makes it invalid/incomplete."""
         if self.score is not None and self.score.reason:
             return self.score.reason
-        notes = []
-        if self.required and len(self.runs) < self.required:
-            notes.append(f"incomplete: {len(self.runs)} of {self.required} runs")
+        notes = ["open division (reported apart)"] if self.division == "open" else []
+        if self.required and not self.complete:
+            notes.append(
+                f"INCOMPLETE: {len(self.runs)} of {self.required} runs, not a valid result "
+                "(left out of comparisons and profiles)")
+        if self.extra_runs:
+            notes.append(
+                f"{self.extra_runs} more runs than the {self.required} required: the olympic "
+                f"mean drops the fastest and slowest of all {len(self.runs)} (as mlperf_logging's "
+                "result summarizer does)")
         dropped = self.not_counted
         if dropped:
             r = dropped[0]
@@ -106,6 +155,13 @@ class BenchmarkResult:
         text = f"{passed}/{len(checked)} pass"
         failed = [_run_name(r) for r in checked if not r.compliance.valid]
         return text + (f" (fail: {', '.join(failed)})" if failed else "")
+
+    def resumed_summary(self) -> str:
+        """'-' or 'result_2: 3 attempts, ...' for the runs that were preempted and resumed."""
+        resumed = self.resumed_runs
+        if not resumed:
+            return "-"
+        return ", ".join(f"{_run_name(r)}: {r.attempts} attempts" for r in resumed)
 
     def quality_summary(self) -> str:
         """How many runs reached the target, and the lowest final quality among those that did."""

@@ -1,7 +1,9 @@
 """Rendering scored results as Markdown tables (one per benchmark) and as JSON.
 
-MLPerf results and mini runs never share a table: mini runs get their own section that says
-they are not MLPerf results.
+Closed-division MLPerf results, open-division results and runs that are not MLPerf (minis,
+smoke configs, overridden configs) never share a table: the latter two get their own sections
+that say what they are, and their benchmark names always carry a qualifier. What was found but
+cannot be scored is listed last, with the reason.
 """
 
 from __future__ import annotations
@@ -9,11 +11,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from tpubench.report.logs import Run
+from tpubench import rules
+from tpubench.report.logs import Run, why_not_mlperf
 from tpubench.report.scoring import BenchmarkResult, mini_summary
 from tpubench.report.targets import target_for
 
 BENCHMARK_ORDER = ("resnet", "ssd", "maskrcnn", "gnmt", "transformer", "bert", "dlrm", "minigo")
+OPEN_QUALIFIER = " (open division)"
 
 
 def benchmark_sort_key(name: str) -> tuple[int, str]:
@@ -29,7 +33,8 @@ def by_benchmark(results: Iterable[BenchmarkResult]) -> dict[str, list[Benchmark
         groups[r.benchmark].append(r)
     inf = float("inf")
     return {
-        b: sorted(groups[b], key=lambda r: (r.minutes is None, r.minutes or inf, r.system))
+        b: sorted(groups[b], key=lambda r: (not r.valid, r.minutes is None, r.minutes or inf,
+                                            r.system))
         for b in sorted(groups, key=benchmark_sort_key)
     }
 
@@ -45,15 +50,14 @@ def _row(cells: Iterable[object]) -> str:
 def benchmark_table(results: list[BenchmarkResult], show_source: bool = False) -> str:
     """A Markdown table of one benchmark's results (system, chips, score, compliance, ...)."""
     head = ["system", "chips", "framework", "runs", "score (min)", "chip-min",
-            "compliance (0.7.0)", "quality reached", "result"]
+            f"compliance ({rules.RULESET})", "quality reached", "resumed runs", "result"]
     if show_source:
         head.insert(0, "source")
     lines = [_row(head), _row(["---"] * len(head))]
     for r in results:
-        runs = f"{len(r.runs)}/{r.required}" if r.required else str(len(r.runs))
-        cells = [r.system, r.chips or "?", r.framework or "?", runs, _fmt(r.minutes),
-                 _fmt(r.chip_minutes, 1), r.compliance_summary(), r.quality_summary(),
-                 r.verdict()]
+        cells = [r.system, r.chips or "?", r.framework or "?", r.runs_cell(), r.score_cell(),
+                 _fmt(r.chip_minutes, 1) if r.complete else "-", r.compliance_summary(),
+                 r.quality_summary(), r.resumed_summary(), r.verdict()]
         if show_source:
             cells.insert(0, r.source)
         lines.append(_row(cells))
@@ -61,48 +65,73 @@ def benchmark_table(results: list[BenchmarkResult], show_source: bool = False) -
 
 
 def mini_table(runs: list[Run]) -> str:
-    """A Markdown table of mini/smoke runs grouped by workload, config and platform."""
-    groups: dict[tuple[str, str, str], list[Run]] = defaultdict(list)
+    """A Markdown table of runs that are not MLPerf, grouped by workload, config and platform."""
+    groups: dict[tuple[str, str, str, str], list[Run]] = defaultdict(list)
     for run in runs:
-        groups[(run.benchmark, run.config, run.system)].append(run)
-    head = ["workload", "config", "platform", "runs", "reached target",
-            "median time to target (s)", "best final quality", "target"]
+        groups[(run.benchmark, run.config, run.system, why_not_mlperf(run))].append(run)
+    head = ["workload [config] (not MLPerf)", "platform", "why not MLPerf", "runs",
+            "reached target", "median time to target (s)", "best final quality", "target",
+            "resumed runs"]
     lines = [_row(head), _row(["---"] * len(head))]
-    for (workload, config, platform), group in sorted(groups.items()):
+    for (workload, config, platform, why), group in sorted(groups.items()):
         s = mini_summary(group)
+        resumed = [r for r in group if r.resumed]
         lines.append(_row([
-            workload, config or "?", platform, s["runs"], f"{s['reached_target']}/{s['runs']}",
-            _fmt(s["median_time_to_target_s"], 1), _fmt(s["best_final_quality"], 4),
-            s["target"] or "?",
+            f"{workload} [{config or '?'}]", platform, why, s["runs"],
+            f"{s['reached_target']}/{s['runs']}", _fmt(s["median_time_to_target_s"], 1),
+            _fmt(s["best_final_quality"], 4), s["target"] or "?",
+            ", ".join(f"{r.attempts} attempts" for r in resumed) or "-",
         ]))
     return "\n".join(lines)
 
 
-def markdown_report(
-    results: list[BenchmarkResult], mini_runs: list[Run], title: str, show_source: bool = False
-) -> str:
-    """The whole report: one section per benchmark, then mini runs apart."""
-    parts = [f"# {title}", "",
-             "Scores by the MLPerf Training v0.7 rules: run time = run_stop - run_start; olympic "
-             "mean of N runs (drop fastest and slowest); one non-converged run counts as the "
-             "slowest, two make the result invalid. chip-min = score x chips."]
+def _sections(results: list[BenchmarkResult], show_source: bool, qualifier: str = "") -> list:
+    parts: list[str] = []
     for benchmark, group in by_benchmark(results).items():
-        target = target_for(benchmark) or (group[0].runs[0].target if group[0].runs else None)
-        parts += ["", f"## {benchmark}" + (f" (target: {target.describe()})" if target else ""),
+        target = target_for(benchmark)
+        parts += ["", f"## {benchmark}{qualifier}"
+                  + (f" (target: {target.describe()})" if target else ""),
                   "", benchmark_table(group, show_source)]
+    return parts
+
+
+def markdown_report(
+    results: list[BenchmarkResult], mini_runs: list[Run], title: str, show_source: bool = False,
+    open_results: list[BenchmarkResult] | None = None, not_scored: list | None = None,
+) -> str:
+    """The whole report: one section per closed-division benchmark, then open-division results,
+    runs that are not MLPerf and what could not be scored, each apart."""
+    parts = [f"# {title}", "",
+             f"Scores by the MLPerf Training {rules.ROUND} rules (ruleset {rules.RULESET}, "
+             "targets from tpubench.rules): run time = run_stop - run_start (a resumed run's "
+             "one log spans every attempt, outage included); olympic mean of N runs (drop "
+             "fastest and slowest); one non-converged run counts as the slowest, two make the "
+             "result invalid; fewer runs than required: INCOMPLETE, not valid, left out of "
+             "comparisons and profiles. chip-min = score x chips."]
+    parts += _sections(results, show_source)
+    if open_results:
+        parts += ["", "# Open division results (not comparable with closed division)", "",
+                  "Scored by the same rules, never compared with closed-division results or "
+                  "profiled with them."]
+        parts += _sections(open_results, show_source, OPEN_QUALIFIER)
     if mini_runs:
         parts += ["", "## Mini and smoke runs (not MLPerf results)", "",
-                  "These runs use small datasets and their own targets; they are never scored "
-                  "as MLPerf results.", "", mini_table(mini_runs)]
+                  "These runs use small datasets, their own targets or a changed benchmark; "
+                  "they are never scored as MLPerf results.", "", mini_table(mini_runs)]
+    if not_scored:
+        parts += ["", "## Not scored", "", _row(["path", "reason"]), _row(["---", "---"])]
+        parts += [_row([n.path, n.reason]) for n in not_scored]
     return "\n".join(parts) + "\n"
 
 
 def run_json(run: Run) -> dict:
-    """One run as JSON: time, status, why it does (not) count, compliance, curve."""
+    """One run as JSON: time, status, attempts, why it does (not) count, compliance, curve."""
     return {
         "path": run.path,
         "minutes": run.minutes,
         "status": run.status,
+        "attempts": run.attempts,
+        "resumed": run.resumed,
         "reached_target": run.reached_target,
         "final_quality": run.final_quality,
         "counted": run.counted,
@@ -118,11 +147,15 @@ def result_json(r: BenchmarkResult) -> dict:
     return {
         "source": r.source,
         "system": r.system,
-        "benchmark": r.benchmark,
+        "benchmark": r.benchmark if r.division != "open" else r.benchmark + OPEN_QUALIFIER,
+        "division": r.division,
         "chips": r.chips,
         "framework": r.framework,
         "runs_found": len(r.runs),
         "runs_required": r.required,
+        "complete": r.complete,
+        "extra_runs": r.extra_runs,
+        "resumed_runs": len(r.resumed_runs),
         "score_minutes": r.minutes,
         "chip_minutes": r.chip_minutes,
         "runs_averaged": list(r.score.used) if r.score else [],
@@ -134,13 +167,20 @@ def result_json(r: BenchmarkResult) -> dict:
     }
 
 
-def json_report(results: list[BenchmarkResult], mini_runs: list[Run]) -> dict:
-    """The whole report as a JSON-serialisable dict; mini runs under their own key."""
+def json_report(
+    results: list[BenchmarkResult], mini_runs: list[Run],
+    open_results: list[BenchmarkResult] | None = None, not_scored: list | None = None,
+) -> dict:
+    """The whole report as a JSON-serialisable dict; open division, mini runs and what was not
+    scored under their own keys."""
     return {
-        "ruleset": "training 0.7.0",
+        "ruleset": f"{rules.USAGE} {rules.RULESET}",
         "results": [result_json(r) for rs in by_benchmark(results).values() for r in rs],
+        "open_division_results": [
+            result_json(r) for rs in by_benchmark(open_results or []).values() for r in rs],
         "mini_runs_not_mlperf": [
             {"workload": run.benchmark, "config": run.config, "platform": run.system,
-             **run_json(run)} for run in mini_runs
+             "why_not_mlperf": why_not_mlperf(run), **run_json(run)} for run in mini_runs
         ],
+        "not_scored": [{"path": n.path, "reason": n.reason} for n in not_scored or []],
     }

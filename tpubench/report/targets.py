@@ -1,7 +1,8 @@
-"""MLPerf Training v0.7 quality targets and required run counts, as the rules state them.
+"""MLPerf Training v0.7 quality targets and required run counts, as `tpubench.rules` states them.
 
-Run counts come from `mlperf_logging.benchmark_meta` (the official table); the targets are those
-the official compliance checker's `training_0.7.0/closed_<benchmark>.yaml` files test.
+`tpubench.rules` is the one source of truth (the 0.7.0 checker's targets, BERT 0.712 at every
+batch size); this module only turns its thresholds into `QualityTarget`s the report can test
+logged values against. A target is never taken from a run's own summary for an MLPerf run.
 """
 
 from __future__ import annotations
@@ -9,23 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from mlperf_logging.benchmark_meta import get_result_file_counts
-
-# benchmark -> (name of the metric for people, {metric key in the log value: threshold}).
-# A float-valued eval_accuracy uses the key "quality"; Mask R-CNN logs {"BBOX":..,"SEGM":..}.
-_V07_TARGETS: dict[str, tuple[str, dict[str, float]]] = {
-    "resnet": ("top-1 accuracy", {"quality": 0.759}),
-    "ssd": ("mAP", {"quality": 0.230}),
-    "maskrcnn": ("box mAP / mask mAP", {"BBOX": 0.377, "SEGM": 0.339}),
-    "gnmt": ("BLEU/100", {"quality": 0.240}),
-    "transformer": ("BLEU/100", {"quality": 0.250}),
-    "bert": ("masked-LM accuracy", {"quality": 0.712}),
-    "dlrm": ("AUC", {"quality": 0.8025}),
-    "minigo": ("win rate vs reference", {"quality": 0.50}),
-}
-# BERT's target is relaxed for very large batches (closed_bert.yaml).
-_BERT_LARGE_BATCH = 8192
-_BERT_LARGE_BATCH_TARGET = 0.706
+from tpubench import rules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +38,7 @@ class QualityTarget:
         """The primary metric of a logged value (a number, or a dict of metrics)."""
         if isinstance(value, dict):
             v = value.get(self.primary_key)
-            return None if v is None else float(v)
+            return float(v) if isinstance(v, int | float) else None
         if isinstance(value, int | float):
             return float(value)
         return None
@@ -77,21 +62,14 @@ class QualityTarget:
         return ", ".join(f"{k} {op} {v:g}" for k, v in self.thresholds.items())
 
 
-def target_for(benchmark: str, global_batch_size: Any = None) -> QualityTarget | None:
-    """The v0.7 closed-division target of an MLPerf benchmark; None for other names."""
-    if benchmark not in _V07_TARGETS:
+def target_for(benchmark: str) -> QualityTarget | None:
+    """The v0.7 target of an MLPerf benchmark (`tpubench.rules`); None for other names."""
+    if benchmark not in rules.TARGETS:
         return None
-    metric, thresholds = _V07_TARGETS[benchmark]
-    thresholds = dict(thresholds)
-    if (
-        benchmark == "bert"
-        and isinstance(global_batch_size, int | float)
-        and global_batch_size >= _BERT_LARGE_BATCH
-    ):
-        thresholds["quality"] = _BERT_LARGE_BATCH_TARGET
-    return QualityTarget(metric, thresholds)
+    metric, thresholds = rules.TARGETS[benchmark]
+    return QualityTarget(metric, dict(thresholds))
 
 
 def required_runs(benchmark: str) -> int | None:
-    """Runs an MLPerf Training result needs (5 or 10), from the official table; None if unknown."""
-    return get_result_file_counts("training").get(benchmark)
+    """Runs a v0.7 result needs (5 or 10, `tpubench.rules`); None for other names."""
+    return rules.required_runs(benchmark)

@@ -20,6 +20,7 @@ synthetic data with tiny tables and batch) passes every compliance check but the
 (tests/test_dlrm.py).
 """
 
+from tpubench import rules
 from tpubench.config import base_config
 
 # facebookresearch/dlrm, dlrm_s_pytorch.py: Criteo Terabyte MLPerf training, max-ind-range 40M.
@@ -66,5 +67,5 @@ def get_config():
     c.lr_decay_power = 2
 
     c.target_metric = "auc"
-    c.target_value = 0.8025
+    c.target_value = rules.target_value("dlrm")
     return c

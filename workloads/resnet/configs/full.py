@@ -14,6 +14,7 @@ AOT compile and MFU are in the README's benchmark table.
 
 import ml_collections
 
+from tpubench import rules
 from tpubench.config import base_config
 
 
@@ -47,7 +48,7 @@ def get_config() -> ml_collections.ConfigDict:
         "epsilon": 0.0,
     })
     c.target_metric = "top1_accuracy"
-    c.target_value = 0.759
+    c.target_value = rules.target_value("resnet")
     c.eval_every_samples = 4 * c.train_samples
     c.max_train_samples = 92 * c.train_samples
     c.steps_per_dispatch = 16

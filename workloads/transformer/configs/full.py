@@ -20,6 +20,7 @@ log fails only the quality target once the harness logs max_sequence_length's me
 
 import ml_collections
 
+from tpubench import rules
 from tpubench.config import base_config
 
 
@@ -75,7 +76,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.beam_alpha = 0.6
     c.bleu_tokenize = "13a"
     c.target_metric = "bleu"
-    c.target_value = 0.25
+    c.target_value = rules.target_value("transformer")
     c.eval_every_samples = 0  # every epoch
     c.steps_per_dispatch = 1  # an epoch is 277 steps (prime): no larger block divides it
     c.max_train_samples = 10 * 566340
