@@ -42,8 +42,8 @@ CASES = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_is_one_paragraph_and_exit_2_with_nothing_written(case, tmp_path, capsys):
-    """Bites: `main` parsing outside its `try` (argparse errors exit via SystemExit with a usage
-    dump) -> the argparse cases raise SystemExit instead of returning 2."""
+    """Bites: `_Parser.error` calling argparse's own (usage dump + SystemExit) -> the
+    'missing scenario' and 'unknown option' cases raise SystemExit instead of returning 2."""
     args, expected = CASES[case]
     workdir = tmp_path / "out"
     assert cli.main(args + [f"--workdir={workdir}"]) == 2
@@ -68,7 +68,7 @@ def test_missing_or_empty_checkpoint_dirs_are_usage_errors(tmp_path, capsys):
 
 
 def test_workdir_that_is_a_file_or_holds_a_result_is_refused(tmp_path, capsys):
-    """Bites: no early workdir check -> the file case raises NotADirectoryError (traceback)."""
+    """Bites: no early workdir check -> the file case fails later with a traceback."""
     afile = tmp_path / "file"
     afile.write_text("x")
     assert cli.main(OK + [f"--workdir={afile}"]) == 2
