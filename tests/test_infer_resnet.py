@@ -37,7 +37,8 @@ def test_a_mini_run_is_labelled_not_an_mlperf_result_and_the_full_spec_may_be_on
     rc = cli.main(["resnet", "--config=mini", "--scenario=SingleStream", "--batch-sizes=1",
                    f"--workdir={tmp_path}"])
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert rc == 0 and summary["mlperf_result"] is False
+    assert rc in (0, 1)  # VALID or not (a loaded host): the label is what is tested here
+    assert summary["mlperf_result"] is False
     assert summary["benchmark"] == "resnet50 (NOT AN MLPERF RESULT)"
     assert summary["not_mlperf_reasons"] == [
         "the 'quick' profile (not the v0.7 durations, query counts and seeds)",
