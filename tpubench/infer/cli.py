@@ -5,32 +5,48 @@
         [--server-search[=TRIES]] [--expected-qps=QPS] [--batch-sizes=1,2,4,...] \\
         [--max-batch=N] [--max-wait-ms=MS] [--multistream-samples=8] [--config.KEY=VALUE ...]
 
-Writes LoadGen's logs and `summary.json` into DIR and prints the summary's headline. Exit
-status: 0 VALID, 1 INVALID (the summary says why, in LoadGen's words), 2 bad usage.
+Writes LoadGen's logs and `summary.json` into DIR and prints the summary's headline, which
+starts with what the result is: "MLPerf Inference v0.7 resnet50" only for the v0.7 profile on the
+benchmark's own model and data, "NOT AN MLPERF RESULT (reasons)" otherwise. Exit status: 0 VALID,
+1 INVALID (the summary says why, in LoadGen's words), 2 bad usage (one paragraph on stderr,
+nothing written).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import pathlib
 import sys
 from typing import Any
 
 from tpubench.errors import UsageError
+from tpubench.infer import labels
 from tpubench.infer.settings import PROFILES, Mode, Scenario
+
+USAGE = ("Usage: tpubench infer WORKLOAD --config=CONFIG --scenario=Offline|Server|SingleStream|"
+         "MultiStream --workdir=DIR [--mode=performance|accuracy] [--params=TRAINING_WORKDIR] "
+         "[--profile=quick|v0.7] (see `tpubench infer --help` and docs/inference.md).")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are `UsageError`s (one paragraph, exit 2, via `main`)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message[0].upper()}{message[1:]}. {USAGE}")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tpubench infer", description=__doc__.split("\n")[0])
+    p = _Parser(prog="tpubench infer", description=__doc__.split("\n")[0])
     p.add_argument("workload")
     p.add_argument("--config", required=True, help="config name (mini, full) or file path")
-    p.add_argument("--scenario", required=True, type=Scenario.parse,
+    p.add_argument("--scenario", required=True,
                    help="Offline | Server | SingleStream | MultiStream")
-    p.add_argument("--mode", default="performance", choices=[m.value for m in Mode])
+    p.add_argument("--mode", default="performance", help="performance | accuracy")
     p.add_argument("--workdir", required=True, help="where LoadGen logs and summary.json go")
     p.add_argument("--params", default=None,
                    help="workdir of a training run: serve its checkpoint (random init otherwise)")
-    p.add_argument("--profile", default="quick", choices=sorted(PROFILES))
+    p.add_argument("--profile", default="quick", help="quick | v0.7")
     p.add_argument("--server-search", nargs="?", type=int, const=6, default=0, metavar="TRIES",
                    help="Server: find the highest VALID target QPS in TRIES runs (default 6)")
     p.add_argument("--expected-qps", type=float, default=0.0,
@@ -59,6 +75,13 @@ def _variables(workload: Any, params_dir: str | None) -> tuple[Any, Any, str]:
             params, model_state = restore_variables(params_dir, workload)
         except FileNotFoundError as e:
             raise UsageError(str(e)) from e
+        except Exception as e:  # orbax: a checkpoint of another model or config
+            raise UsageError(
+                f"The checkpoint in --params={params_dir} does not fit the "
+                f"{workload.name!r} workload with this --config ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:200]}). Pass the workdir of a training run of the "
+                "same workload and config."
+            ) from e
         return nn.unbox(params), nn.unbox(model_state), f"checkpoint:{params_dir}"
     seed = int(workload.config.get("seed", 0))
     params, model_state = jax.jit(workload.init)(jax.random.key(seed))
@@ -72,14 +95,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     from tpubench.infer.runner import Engine, server_search
     from tpubench.infer.spec import inference_spec
 
-    try:
-        batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
-    except ValueError as e:
-        raise UsageError(f"--batch-sizes must be integers separated by commas: {e}") from e
-    if not batch_sizes or min(batch_sizes) < 1:
-        raise UsageError("--batch-sizes needs at least one size >= 1.")
-    if args.server_search and args.scenario is not Scenario.SERVER:
-        raise UsageError("--server-search applies to --scenario=Server only.")
+    check_args(args)
+    batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
     cfg = config_lib.load(args.workload, args.config, overrides)
     with cfg.unlocked():
         cfg.workload = cfg.workload or args.workload
@@ -97,9 +114,54 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     return engine.run(settings, args.workdir, args.max_batch or None, args.max_wait_ms)
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """Every check that needs no model: `UsageError` (one paragraph) on bad input. Parses
+    `args.scenario` and `args.mode` into their enums."""
+    args.scenario = Scenario.parse(args.scenario) if isinstance(args.scenario, str) else (
+        args.scenario)
+    modes = [m.value for m in Mode]
+    if args.mode not in modes:
+        raise UsageError(f"Unknown --mode={args.mode!r}. Modes: {', '.join(modes)}.")
+    if args.profile not in PROFILES:
+        raise UsageError(f"Unknown --profile={args.profile!r}. Profiles: "
+                         f"{', '.join(sorted(PROFILES))} (quick: seconds, not an MLPerf result; "
+                         "v0.7: the MLPerf Inference v0.7 durations, query counts and seeds).")
+    try:
+        batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
+    except ValueError as e:
+        raise UsageError(f"--batch-sizes must be integers separated by commas, e.g. "
+                         f"--batch-sizes=1,8,32 ({e}).") from e
+    if not batch_sizes or min(batch_sizes) < 1:
+        raise UsageError("--batch-sizes needs at least one size >= 1, e.g. --batch-sizes=1,8,32.")
+    if args.server_search and args.scenario is not Scenario.SERVER:
+        raise UsageError("--server-search applies to --scenario=Server only.")
+    if args.server_search < 0:
+        raise UsageError("--server-search=TRIES needs TRIES >= 1.")
+    for name in ("expected_qps", "max_batch", "max_wait_ms"):
+        value = getattr(args, name)
+        if value is not None and value < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 0, not {value}.")
+    if args.multistream_samples < 1:
+        raise UsageError("--multistream-samples must be >= 1.")
+    workdir = pathlib.Path(args.workdir)
+    if workdir.exists() and not workdir.is_dir():
+        raise UsageError(f"--workdir={workdir} is a file; pass a directory (it is created).")
+    if (workdir / "summary.json").exists():
+        raise UsageError(f"{workdir / 'summary.json'} exists; results are never overwritten. "
+                         "Pass a new --workdir.")
+    if args.params is not None and not pathlib.Path(args.params).is_dir():
+        raise UsageError(f"--params={args.params} is not a directory: pass the --workdir of a "
+                         "finished training run (it holds the checkpoint).")
+
+
 def headline(summary: dict[str, Any]) -> str:
-    """One line: scenario, mode, validity, the metric, latency, and LoadGen's reasons."""
-    parts = [f"{summary.get('scenario')} {summary.get('mode', '')}: {summary['validity']}"]
+    """One line: what the result is (its label), scenario, mode, validity, the metric,
+    latency, and LoadGen's reasons."""
+    validity = summary["validity"]
+    if not summary.get("mlperf_result"):
+        validity = f"LoadGen {validity} (settings met; still {labels.NOT_MLPERF})"
+    label = summary.get("label") or labels.result_label(summary)
+    parts = [f"{label} | {summary.get('scenario')} {summary.get('mode', '')}: {validity}"]
     for key in ("samples_per_s", "scheduled_samples_per_s", "search_best_qps",
                 "p50_latency_ms", "p90_latency_ms", "p99_latency_ms",
                 "accuracy", "reference_accuracy", "accuracy_target"):
@@ -115,15 +177,16 @@ def main(argv: list[str]) -> int:
     """Entry point of `tpubench infer` (argv = the arguments after `infer`)."""
     overrides = [a for a in argv if a.startswith("--config.")]
     rest = [a for a in argv if not a.startswith("--config.")]
-    args = _parser().parse_args(rest)
     try:
+        args = _parser().parse_args(rest)
         summary = run(args, overrides)
     except UsageError as e:
         print(f"tpubench: error: {e}", file=sys.stderr)
         return 2
     print(headline(summary))
+    tag = "" if summary.get("mlperf_result") else f" ({labels.NOT_MLPERF})"
     for attempt in summary.get("search", []):
-        print("  search " + json.dumps(attempt))
+        print(f"  search{tag} " + json.dumps(attempt))
     print(f"summary: {args.workdir}/summary.json")
     return 0 if summary["validity"] == "VALID" else 1
 

@@ -22,7 +22,8 @@ import mlperf_loadgen as lg
 import numpy as np
 
 from tpubench.errors import UsageError
-from tpubench.infer import logs
+from tpubench.infer import labels, logs
+from tpubench.infer.compiles import CompileCounter
 from tpubench.infer.qsl import QuerySampleLibrary
 from tpubench.infer.settings import Mode, RunSettings, Scenario, check_no_audit_config
 from tpubench.infer.spec import InferenceSpec, PyTree
@@ -147,22 +148,31 @@ class Engine:
         log_settings.log_output.outdir = str(outdir)
         log_settings.log_output.copy_summary_to_stdout = False
         log_settings.enable_trace = False
+        test_settings = settings.to_loadgen()
         t0 = time.perf_counter()
         with self.qsl as qsl, BatchingSUT(
             qsl, self.buckets, self.params, self.model_state, max_batch, max_wait_s
-        ) as sut:
-            lg.StartTestWithLogSettings(sut.handle, qsl.handle, settings.to_loadgen(), log_settings)
+        ) as sut, CompileCounter() as compiles:
+            lg.StartTestWithLogSettings(sut.handle, qsl.handle, test_settings, log_settings)
             batches_run = dict(sut.batches_run)
         wall_s = time.perf_counter() - t0
         if sut.error is not None:
             raise RuntimeError(f"the SUT failed during the run: {sut.error!r}") from sut.error
         records = logs.read_detail(outdir)
+        reasons = labels.not_mlperf_reasons(
+            settings.profile, self.spec.benchmark_model_and_data,
+            str(self.info.get("config", "?")), str(self.info.get("params", "")),
+            self.spec.mlperf_name,
+        )
         summary: dict[str, Any] = {
-            "mlperf_name": self.spec.mlperf_name,
+            **labels.label_fields(self.spec.mlperf_name, reasons),
             "scenario": settings.scenario.value,
             "mode": settings.mode.value,
             "profile": settings.profile,
             "loadgen_version": records.get("loadgen_version"),
+            # The seeds LoadGen says it used (its `effective_*` records).
+            "loadgen_seeds": {k: records.get(f"effective_{k}_rng_seed")
+                              for k in ("qsl", "sample_index", "schedule")},
             **self.info,
         }
         if settings.mode is Mode.PERFORMANCE:
@@ -182,9 +192,14 @@ class Engine:
                 str(b): round(k.latency_s * 1e3, 4) for b, k in sorted(self.buckets.items())
             },
             "devices": f"{jax.device_count()}x{jax.devices()[0].platform}",
+            # XLA compiles while LoadGen ran (must be 0: every bucket is compiled before).
+            "compiles_during_test": compiles.count,
         }
         summary["wall_s"] = round(wall_s, 3)
         summary["outdir"] = str(outdir)
+        summary["label"] = labels.result_label(summary)
+        if not summary["mlperf_result"]:
+            labels.mark_loadgen_summary(outdir, summary["label"])
         (outdir / SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
         return summary
 
@@ -236,6 +251,7 @@ def server_search(
     lo: dict[str, Any] | None = None  # best VALID try
     hi: float | None = None  # lowest INVALID qps
     history = []
+    summary: dict[str, Any] = {}
     for i in range(tries):
         s = dataclasses.replace(settings, expected_qps=round(qps, 3))
         summary = engine.run(s, outdir / "server_search" / f"try_{i}")
@@ -257,8 +273,13 @@ def server_search(
             qps = qps * 2
         else:
             qps = (lo_qps + hi) / 2
-    best = dict(lo) if lo else {"validity": "INVALID", "scenario": "Server",
-                                "invalid_reasons": ["no try was VALID"]}
+    if lo:
+        best = dict(lo)
+    else:  # keep what the result is (its label) from the last try
+        best = {k: summary[k] for k in ("mlperf_result", "benchmark", "modelled_on",
+                                        "not_mlperf_reasons", "label", "profile", "mode")
+                if k in summary}
+        best.update(validity="INVALID", scenario="Server", invalid_reasons=["no try was VALID"])
     best["search"] = history
     best["search_best_qps"] = lo["settings"]["expected_qps"] if lo else None
     outdir.mkdir(parents=True, exist_ok=True)

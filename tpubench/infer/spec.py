@@ -56,6 +56,9 @@ class InferenceSpec:
       quality_fraction: the share of the reference to reach (0.99 for "-99" benchmarks).
       quality_metric: name of the metric `accuracy` returns.
       performance_sample_count: v0.7 `performance_sample_count` (samples LoadGen may load).
+      benchmark_model_and_data: True only when the config serves the MLPerf benchmark's own
+        model on its own dataset (e.g. ResNet-50 v1.5 on ImageNet); anything else (a mini) is
+        labelled "NOT AN MLPERF RESULT" whatever the profile (`tpubench.infer.labels`).
       measure_reference: optional `(params, model_state) -> quality` on the same data without
         LoadGen (the training run's own eval); the accuracy check is then `quality_fraction`
         of this measured value, which is how a mini model on small data is judged.
@@ -72,6 +75,7 @@ class InferenceSpec:
     quality_metric: str = "accuracy"
     performance_sample_count: int = 1024
     measure_reference: Callable[[PyTree, PyTree], float] | None = None
+    benchmark_model_and_data: bool = False
 
     @property
     def quality_target(self) -> float:

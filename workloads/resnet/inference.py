@@ -53,6 +53,7 @@ def resnet_inference_spec(workload: Any) -> InferenceSpec:
         performance_sample_count=1024,
         # The full config is judged against the v0.7 absolute target; smaller data against
         # its own training eval of the same parameters.
+        benchmark_model_and_data=is_full,
         measure_reference=None if is_full else (
             lambda p, s: training_eval_quality(workload, p, s)
         ),
