@@ -1,6 +1,7 @@
 """ResNet-50 throughput on whatever JAX sees: init + AOT compile time, step time, images/s and
-MFU (against the chip table, or on CPU the measured matmul peak), for the mini and for full
-ResNet-50 on synthetic data generated on device.
+MFU (against the chip table's peak for the matmul unit that runs the dtype, per JAX device; on
+CPU the measured matmul peak), for the mini and for full ResNet-50 on synthetic data generated on
+device, through the harness's own compiled train step (`JitEngine.compile`, K=1).
 
     JAX_PLATFORMS=cpu python benchmarks/resnet_throughput.py --full_batch=32 --dtype=float32
     python benchmarks/resnet_throughput.py --full_batch=256 --dtype=bfloat16 --steps=20  # GPU/TPU
@@ -9,17 +10,20 @@ ResNet-50 on synthetic data generated on device.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 
 import jax
 
+from tpubench import chips, engine, perf, registry
 from tpubench import config as config_lib
-from tpubench import engine, perf, registry
 from tpubench import mesh as mesh_lib
 
 
 def measure(name: str, overrides: dict, steps_timed: int) -> dict:
+    """Compile `name`'s train step (synthetic data, K=1), run it `steps_timed` times after one
+    untimed run, and return the figures (median step time; MFU NaN if above 100%: a bug)."""
     cfg = config_lib.load("resnet", name, dict(overrides, data_source="synthetic",
                                                 steps_per_dispatch=1))
     w = registry.create(cfg)
@@ -38,12 +42,18 @@ def measure(name: str, overrides: dict, steps_timed: int) -> dict:
         jax.block_until_ready(m)
         times.append(time.perf_counter() - t)
     step_s = statistics.median(times)
-    peak = perf.peak_flops(jax.devices(), cfg.dtype)
+    devices = jax.devices()
+    peak = perf.peak_flops(devices, cfg.dtype)
     flops = compiled["flops_per_step"]
-    return {"config": name, "batch": cfg.global_batch_size, "image": cfg.image_size,
-            "init_compile_s": init_s, "step_s": step_s,
+    loss = float(m["last_loss"])
+    return {"config": name, "dtype": cfg.dtype, "batch": cfg.global_batch_size,
+            "image": cfg.image_size, "device_kind": devices[0].device_kind,
+            "devices": len(devices), "chips": chips.chip_count(devices),
+            "matmul_precision": perf.matmul_precision(), "init_compile_s": init_s,
+            "step_s": step_s, "steps_timed": steps_timed,
             "images_per_s": cfg.global_batch_size / step_s, "gflop_per_step": flops / 1e9,
-            "mfu": perf.mfu(flops, 1, step_s, peak), "peak_gflops": peak / 1e9}
+            "mfu": perf.mfu(flops, 1, step_s, peak), "peak_gflops": peak / 1e9,
+            "last_loss": loss if math.isfinite(loss) else None}
 
 
 def main() -> None:

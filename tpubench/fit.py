@@ -8,9 +8,12 @@ From the compiled executables:
 
 - memory per device (XLA's `memory_analysis()`): arguments, outputs, temporaries, code, and the
   total (arguments + outputs - donated aliases + temporaries + code) against the chip's HBM;
-- FLOPs and HBM bytes of one step per device (`cost_analysis()` of the compiled block: XLA
-  counts a loop body once, so the K-step block's figures are one step's);
-- a roofline lower bound of the step time, max(FLOPs / peak FLOP/s, bytes / HBM bandwidth).
+- FLOPs and HBM bytes of one step per device: `cost_analysis()` of ONE train step compiled alone
+  with the same shardings. Not the block's: XLA counts a rolled loop body once but every copy
+  of an unrolled one, so the block's figures are `scan_unroll` steps' (or K's) and a K=1 block
+  has no loop at all; one step compiled alone is the same for every K and unroll;
+- a roofline lower bound of the step time, max(FLOPs / peak FLOP/s, bytes / HBM bandwidth), with
+  the peak of the matmul unit that runs the config's dtype, per JAX device (`tpubench.chips`).
 
 Exit status 0 when it fits, 1 when it does not (the reason is printed: over HBM, or XLA itself
 ran out of memory while compiling), 2 for bad input.
@@ -61,8 +64,9 @@ class FitReport:
     train: Memory | None
     eval: Memory | None
     hbm_bytes: float | None
-    flops_per_step: float  # per device
+    flops_per_step: float  # per device, one step compiled alone (module doc)
     bytes_per_step: float  # per device
+    run_flops_per_step: float  # the whole step before partitioning: the figure `run`'s MFU uses
     peak_flops: float  # per device
     hbm_bytes_per_s: float | None
     fits: bool | None
@@ -103,15 +107,33 @@ def _cost(compiled: Any) -> tuple[float, float]:
 
 
 def _peaks(topo: Any, dtype: str) -> tuple[float, float | None, float | None]:
-    """(peak FLOP/s, HBM bytes, HBM bytes/s) of one device of `topo`."""
+    """(peak FLOP/s, HBM bytes, HBM bytes/s) of one JAX device of `topo`."""
+    from tpubench import perf
+
     chip = topo.chip_spec
     if chip is None:  # CPU: measured peak shared by the process's devices; no HBM
-        from tpubench import perf
-
         return perf.cpu_peak_flops() / topo.device_count, None, None
-    peak = chip.peak_fp32_flops if dtype == "float32" and chip.peak_fp32_flops else \
-        chip.peak_bf16_flops
-    return peak, chip.hbm_bytes, chip.hbm_bytes_per_s
+    return (chip.per_device_flops(dtype, perf.matmul_precision()), chip.per_device_hbm_bytes,
+            chip.per_device_hbm_bytes_per_s)
+
+
+def one_step_cost(engine: Any) -> tuple[float, float]:
+    """(FLOPs, HBM bytes) per device of ONE train step, compiled alone with the engine's state
+    and batch shardings: independent of steps_per_dispatch and scan_unroll (module doc)."""
+    import jax
+
+    from tpubench import mesh as mesh_lib
+    from tpubench import steps
+
+    gbs = engine.config.global_batch_size
+    state_in = mesh_lib.with_shardings(engine.abstract_state, engine.state_shardings)
+    batch_in = {k: jax.ShapeDtypeStruct(tuple(s.shape), s.dtype, sharding=engine.batch_sharding)
+                for k, s in engine.workload.batch_spec(gbs, train=True).items()}
+    with engine.context():
+        step = jax.jit(steps.make_train_step(engine.workload),
+                       out_shardings=(engine.state_shardings, engine.replicated),
+                       donate_argnums=0).lower(state_in, batch_in).compile()
+    return _cost(step)
 
 
 def _is_oom(error: Exception) -> bool:
@@ -145,16 +167,17 @@ def fit(config: Any, topology_name: str) -> FitReport:
         engine = engine_lib.JitEngine(workload, mesh)
         compiled = engine.compile(config.steps_per_dispatch,
                                   synthetic=config.data_source == "synthetic")
+        compile_s = time.perf_counter() - t
+        flops, nbytes = one_step_cost(engine)
     except Exception as e:  # noqa: BLE001 - XLA reports OOM as a runtime error
         if not _is_oom(e):
             raise
         first = next((line for line in str(e).splitlines() if line.strip()), str(e))
         return FitReport(**base, compile_s=time.perf_counter() - t, train=None, eval=None,
-                         flops_per_step=0.0, bytes_per_step=0.0, fits=False,
+                         flops_per_step=0.0, bytes_per_step=0.0, run_flops_per_step=0.0,
+                         fits=False,
                          reason=f"XLA ran out of memory compiling for {topo.name}: {first}")
-    compile_s = time.perf_counter() - t
     train, evaluate = memory_of(compiled["train"]), memory_of(compiled["eval"])
-    flops, nbytes = _cost(compiled["train"])
     need = max(train.total, evaluate.total)
     if hbm is None:
         fits, reason = None, f"{topo.name} has no HBM figure: memory not checked"
@@ -165,7 +188,8 @@ def fit(config: Any, topology_name: str) -> FitReport:
         fits, reason = True, (f"{need / _GiB:.2f} GiB of {hbm / _GiB:.0f} GiB HBM per device "
                               f"({100 * need / hbm:.0f}%)")
     return FitReport(**base, compile_s=compile_s, train=train, eval=evaluate,
-                     flops_per_step=flops, bytes_per_step=nbytes, fits=fits, reason=reason)
+                     flops_per_step=flops, bytes_per_step=nbytes,
+                     run_flops_per_step=compiled["flops_per_step"], fits=fits, reason=reason)
 
 
 def _gib(n: float) -> str:
@@ -204,7 +228,7 @@ def format_report(r: FitReport) -> str:
 def main(argv: list[str]) -> int:
     """Entry point of `tpubench fit` (`argv` = the words after `fit`)."""
     from tpubench import config as config_lib
-    from tpubench import registry
+    from tpubench import registry, topology
 
     parser = argparse.ArgumentParser(
         prog="tpubench fit",
@@ -220,6 +244,7 @@ def main(argv: list[str]) -> int:
     if bad:
         raise UsageError(f"Unrecognized arguments: {' '.join(bad)} (overrides are "
                          "--config.KEY=VALUE).")
+    topology.parse(args.topology)  # unknown or malformed topology -> UsageError, before loading
     registry.workload_class(args.workload)  # unknown workload -> UsageError
     cfg = config_lib.load(args.workload, args.config, rest)
     if not cfg.workload:

@@ -1,9 +1,15 @@
 """Performance figures: FLOPs from XLA's cost analysis, peak FLOP/s per device, MFU.
 
-Accelerator peaks come from `tpubench.chips`; a CPU's is measured (a large f32 matmul, best of
-several) because no table knows this machine. A peak is the best the machine has ever shown, so
-the cache under ~/.cache/tpubench keeps the maximum of all measurements: one taken while other
-jobs loaded the CPU cannot stick (it once read 50 instead of 208 GFLOP/s here).
+Accelerator peaks come from `tpubench.chips`, per JAX device and for the matmul unit that
+actually runs (bf16; TF32 for float32 on NVIDIA Ampere/Hopper unless `jax_default_matmul_precision`
+asks for "highest"; bf16 passes on TPU). A CPU's is measured (a large f32 matmul, best of several)
+because no table knows this machine. A peak is the best the machine has ever shown, so the cache
+under $TPUBENCH_CACHE_DIR (default ~/.cache/tpubench) keeps the maximum of all measurements: one
+taken while other jobs loaded the CPU cannot stick (it once read 50 instead of 208 GFLOP/s here).
+
+An MFU above 100% cannot happen: it means the peak or the FLOP count is wrong. `mfu` then warns
+(`MFUAbovePeakWarning`) and returns NaN rather than raising, so a finished run still writes its
+summary (its time and throughput are sound) while the impossible figure is never printed as one.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import os
 import pathlib
 import platform
 import time
+import warnings
 from typing import Any
 
 import jax
@@ -21,9 +28,15 @@ import numpy as np
 
 from tpubench import chips
 
-CACHE_DIR = pathlib.Path(
-    os.environ.get("TPUBENCH_CACHE_DIR", pathlib.Path.home() / ".cache" / "tpubench")
-)
+
+class MFUAbovePeakWarning(RuntimeWarning):
+    """An MFU above 100%: the peak table or the FLOP count is wrong, the figure is withheld."""
+
+
+def cache_dir() -> pathlib.Path:
+    """$TPUBENCH_CACHE_DIR, read at each call (tests point it at a temporary directory)."""
+    return pathlib.Path(
+        os.environ.get("TPUBENCH_CACHE_DIR", pathlib.Path.home() / ".cache" / "tpubench"))
 
 
 def flops_of(lowered_or_compiled: Any) -> float:
@@ -58,7 +71,7 @@ def measure_cpu_peak_flops(n: int = 2048, repeats: int = 3) -> float:
 def cpu_peak_flops() -> float:
     """This machine's CPU peak: max(a fresh ~0.3 s measurement, every earlier one), cached per
     machine and jax version."""
-    path = CACHE_DIR / "cpu_peak.json"
+    path = cache_dir() / "cpu_peak.json"
     key = _cpu_key()
     try:
         cached = json.loads(path.read_text())
@@ -74,9 +87,16 @@ def cpu_peak_flops() -> float:
     return peak
 
 
-def peak_flops(devices: list[Any] | None = None, dtype: str = "bfloat16") -> float:
-    """Peak FLOP/s of all `devices` together (CPU: the machine's measured matmul peak, shared
-    by all simulated CPU devices)."""
+def matmul_precision() -> str | None:
+    """The process's `jax_default_matmul_precision` (None = XLA's default)."""
+    return jax.config.jax_default_matmul_precision
+
+
+def peak_flops(devices: list[Any] | None = None, dtype: str = "bfloat16",
+               precision: str | None = None) -> float:
+    """Peak FLOP/s of all `devices` together, for `dtype` compute at matmul `precision` (default:
+    `matmul_precision()`). CPU: the machine's measured matmul peak, shared by all simulated CPU
+    devices. 0.0 when unknown (an unlisted GPU, an FP8 dot algorithm)."""
     devices = devices or jax.devices()
     d = devices[0]
     if d.platform == "cpu":
@@ -84,16 +104,26 @@ def peak_flops(devices: list[Any] | None = None, dtype: str = "bfloat16") -> flo
     chip = chips.chip_for_device_kind(d.device_kind)
     if chip is None:
         return 0.0
-    fp32 = dtype == "float32" and chip.peak_fp32_flops
-    per = chip.peak_fp32_flops if fp32 else chip.peak_bf16_flops
-    return per * len(devices)
+    precision = matmul_precision() if precision is None else precision
+    return chip.per_device_flops(dtype, precision) * len(devices)
 
 
 def mfu(flops_per_step: float, steps: int, seconds: float, peak: float) -> float:
-    """Model FLOPs utilisation: achieved FLOP/s over peak (0.0 when unknown)."""
+    """Model FLOPs utilisation: achieved FLOP/s over `peak` (the same devices' `peak_flops`).
+
+    0.0 when the peak or time is unknown; NaN plus an `MFUAbovePeakWarning` when the result is
+    above 1.0, which no hardware does (module doc).
+    """
     if seconds <= 0 or peak <= 0:
         return 0.0
-    return flops_per_step * steps / seconds / peak
+    value = flops_per_step * steps / seconds / peak
+    if value > 1.0:
+        warnings.warn(
+            f"MFU {100 * value:.0f}% is above 100%: the peak ({peak / 1e12:.3g} TFLOP/s) or the "
+            f"FLOP count ({flops_per_step:.3g} per step) is wrong; MFU withheld (NaN).",
+            MFUAbovePeakWarning, stacklevel=2)
+        return float("nan")
+    return value
 
 
 def percentiles(values: list[float], qs: tuple[int, ...] = (50, 90, 99)) -> dict[str, float]:

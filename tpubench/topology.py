@@ -65,8 +65,10 @@ class Topology:
 
     @property
     def device_count(self) -> int:
-        """JAX devices: one per chip for every kind here (v4/v5p run as megacore)."""
-        return self.chip_count
+        """JAX devices: one per chip for every kind here (v4/v5p run as megacore; only TPU v2/v3,
+        not targets here, show two per chip)."""
+        spec = self.chip_spec
+        return self.chip_count * (spec.devices_per_chip if spec else 1)
 
     @property
     def jax_topology(self) -> str:
