@@ -103,8 +103,8 @@ def _cli(capsys, *args: str):
 def test_absl_main_process_refuses_the_three_reported_cases(tmp_path):
     """Issue 9.17 as reported, through `python -m workloads.resnet.main` (a real process):
     unknown --config.KEY, missing config file, --workdir that is a file.
-    Bites: entry.py back on ml_collections' config_flags (KeyError / FileNotFoundError
-    tracebacks, exit 1) or without check_workdir (FileExistsError after init)."""
+    Bites: entry.main without check_workdir (FileExistsError traceback after init, tried);
+    today's config_flags entry gave the KeyError / FileNotFoundError tracebacks of the issue."""
     existing = tmp_path / "a_file"
     existing.write_text("keep me\n")
     w = f"--workdir={tmp_path / 'w'}"
@@ -124,8 +124,8 @@ def test_absl_main_process_refuses_the_three_reported_cases(tmp_path):
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_absl_main_of_every_workload_refuses_bad_input(tmp_path, capsys, workload):
     """Every workload's main (entry.main): each case one paragraph, exit 2, nothing written.
-    Bites: entry.main without its flags.Error -> UsageError (absl: FATAL + usage, exit 1);
-    without load_config's workload check (trains the other workload's config)."""
+    Bites: entry.main without its flags.Error -> UsageError (an uncaught flags error), or
+    without load_config's workload check (it trains the other workload's config): both tried."""
     existing = tmp_path / "a_file"
     existing.write_text("keep me\n")
     other = "resnet" if workload != "resnet" else "bert"
@@ -153,8 +153,7 @@ def test_absl_main_of_every_workload_refuses_bad_input(tmp_path, capsys, workloa
 
 # ---- tpubench run / list / check / launch ------------------------------------------------------
 def test_run_refuses_bad_input(tmp_path, capsys):
-    """Bites: _Parser.error back to argparse's (usage + message, exit via SystemExit), or
-    _cmd_run without entry.check_workdir (mkdir traceback after compiling)."""
+    """Bites: _Parser.error back to argparse's own (usage + message via SystemExit, tried)."""
     existing = tmp_path / "a_file"
     existing.write_text("keep me\n")
     w = f"--workdir={tmp_path / 'w'}"
@@ -189,8 +188,8 @@ def test_run_refuses_bad_input(tmp_path, capsys):
 
 
 def test_list_check_and_launch_refuse_bad_input(tmp_path, capsys):
-    """Bites: _cmd_check without the ruleset check (the checker's own traceback), launch_local's
-    parser back to argparse's exit."""
+    """Bites: _cmd_check without the ruleset check, or launch_local's parser back to argparse's
+    own error (SystemExit): both tried."""
     log = tmp_path / "log.txt"
     log.write_text("not a log\n")
     cases = [
@@ -216,7 +215,8 @@ def test_list_check_and_launch_refuse_bad_input(tmp_path, capsys):
 
 def test_the_same_bad_override_gives_the_same_error_from_both_entry_points(tmp_path, capsys):
     """One parser: `tpubench run` and the absl main print the same paragraph.
-    Bites: giving either entry point its own override parsing (config_flags, or argparse)."""
+    Bites: `tpubench run` parsing overrides its own way (literal_eval'd values handed to
+    config.load: --config.seed=True became seed 1, tried)."""
     w = f"--workdir={tmp_path / 'w'}"
     for bad in ("--config.global_batch_size=1.5", "--config.is_mlperf=maybe",
                 "--config.optimizer.nope=1", "--config.model.stage_sizes=oops",

@@ -39,8 +39,7 @@ def test_run_success_prints_the_summary_and_exits_0(tmp_path):
     summary line naming the default workdir, which holds summary.json and the log. The overrides
     take the MLPerf config out of closed division, so it is filed under mini/, logged open and
     the note on stderr says why.
-    Bites: `return 0 if ... else 1` inverted; default_workdir filing by the config file's
-    is_mlperf (mlperf/...); division.apply not called by config.load (log says closed)."""
+    Bites: division.apply not called by config.load (filed under mlperf/, logged closed; tried)."""
     proc = runs.tpubench("run", "resnet", "--config=full", f"--results_root={tmp_path}",
                          *SHRUNK_FULL)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -63,7 +62,7 @@ def test_run_success_prints_the_summary_and_exits_0(tmp_path):
 def test_absl_main_success_exits_0_with_a_summary(tmp_path):
     """`python -m workloads.resnet.main --config=smoke --config.target_value=0.0`: success,
     exit 0, summary.json in the given workdir; the override reached the run.
-    Bites: entry.main dropping the overrides (target 0.97 not reached: aborted, exit 1)."""
+    Bites: entry.main dropping the overrides (target 0.97 not reached: aborted, exit 1; tried)."""
     workdir = tmp_path / "w"
     proc = runs.python("-m", "workloads.resnet.main", "--config=smoke", f"--workdir={workdir}",
                        "--config.target_value=0.0")
@@ -78,8 +77,8 @@ _LINE = re.compile(r"^  --config=(\S+)\s+(\S+)\s+target (\S+) (>=|<=) (\S+)  \[(
 
 
 def test_list_shows_every_workload_and_config_with_its_target(capsys):
-    """Bites: _cmd_list skipping a config, printing another config's target or the wrong
-    comparison, or calling an MLPerf config "not MLPerf"."""
+    """Bites: _cmd_list printing the MLPerf kind from the wrong key (tried: `cfg.is_mlperf` ->
+    `not cfg.is_mlperf`), or skipping a config."""
     assert cli.main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     listed: dict[str, dict[str, tuple]] = {}
@@ -112,7 +111,7 @@ def _google_resnet_log(shared_data_dir) -> pathlib.Path:
 
 def test_check_valid_on_a_real_log(shared_data_dir, capsys):
     """Google's published v0.7 JAX ResNet log passes the official 0.7.0 checker.
-    Bites: _cmd_check printing VALID/exit 0 from anything but the checker's own verdict."""
+    Bites: _cmd_check reading the verdict inverted (tried: `not result.valid`)."""
     assert cli.main(["check", str(_google_resnet_log(shared_data_dir))]) == 0
     out = capsys.readouterr().out
     assert "training_0.7.0/closed_resnet_lars.yaml" in out
@@ -122,7 +121,7 @@ def test_check_valid_on_a_real_log(shared_data_dir, capsys):
 def test_check_invalid_names_the_failing_rule(shared_data_dir, tmp_path, capsys):
     """The same log with LARS's poly power changed to 3 (the rules fix it to 2): INVALID, exit 1,
     and the output names the key and the rule it broke.
-    Bites: _cmd_check returning 0 or printing VALID regardless of the verdict."""
+    Bites: _cmd_check printing VALID and returning 0 regardless of the verdict (tried)."""
     broken = tmp_path / "result_0.txt"
     text = _google_resnet_log(shared_data_dir).read_text()
     key = '"key": "lars_opt_learning_rate_decay_poly_power", "value": 2,'

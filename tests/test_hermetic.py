@@ -21,14 +21,22 @@ def test_ci_means_ci_only_when_it_says_so(value, ci):
     assert conftest.in_ci(environ) is ci
 
 
+def _outcome(fn) -> BaseException | None:
+    try:
+        fn()
+    except BaseException as e:  # pytest's skip/fail outcomes are BaseExceptions
+        return e
+    return None
+
+
 def test_a_missing_prerequisite_fails_in_ci_and_skips_elsewhere(monkeypatch):
-    """Bites: missing() skipping in CI."""
+    """Bites: missing() skipping in CI (the check this replaces skipped silently in CI)."""
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="libtpu"):
-        conftest.missing("libtpu is not installed")
+    outcome = _outcome(lambda: conftest.missing("libtpu is not installed"))
+    assert type(outcome) is pytest.fail.Exception and "libtpu" in str(outcome)
     monkeypatch.setenv("CI", "false")
-    with pytest.raises(pytest.skip.Exception):
-        conftest.missing("libtpu is not installed")
+    outcome = _outcome(lambda: conftest.missing("libtpu is not installed"))
+    assert type(outcome) is pytest.skip.Exception
 
 
 def test_shared_data_needs_every_folder_the_tests_read(tmp_path):
@@ -61,3 +69,22 @@ def test_user_level_paths_point_into_the_session_dir(hermetic_dir):
     assert child.stdout.strip() == str(hermetic_dir / "tpubench_cache")
     assert "JAX_COMPILATION_CACHE_DIR" not in os.environ
     assert "TPUBENCH_DATA_DIR" not in os.environ
+
+
+def test_the_users_own_cache_settings_do_not_leak_in(tmp_path):
+    """A user who exported TPUBENCH_CACHE_DIR (or a JAX compilation cache) still gets a hermetic
+    session. Bites: conftest using setdefault for the hermetic paths, or not dropping
+    JAX_COMPILATION_CACHE_DIR."""
+    user = {"TPUBENCH_CACHE_DIR": str(tmp_path / "user_cache"),
+            "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "user_jax"),
+            "XDG_CACHE_HOME": str(tmp_path / "user_xdg")}
+    code = ("import os, conftest; print(os.environ['TPUBENCH_CACHE_DIR']); "
+            "print(os.environ['XDG_CACHE_HOME']); "
+            "print(os.environ.get('JAX_COMPILATION_CACHE_DIR'))")
+    child = subprocess.run([sys.executable, "-c", code], env={**os.environ, **user},
+                           cwd=pathlib.Path(conftest.__file__).parent, capture_output=True,
+                           text=True, check=True)
+    cache, xdg, jax_cache = child.stdout.split()
+    assert "tpubench-tests-" in cache and cache.endswith("tpubench_cache")
+    assert "tpubench-tests-" in xdg and jax_cache == "None"
+    assert not (tmp_path / "user_cache").exists()
