@@ -19,6 +19,7 @@ from typing import Any
 
 import ml_collections
 
+from tpubench import division
 from tpubench.errors import UsageError
 
 WORKLOADS_ROOT = pathlib.Path(__file__).resolve().parent.parent / "workloads"
@@ -127,8 +128,6 @@ def load(
     Overrides of an MLPerf config that closed division does not allow make it open division
     (`is_mlperf=False`, `submission_division="open"`, `open_reasons`; see `tpubench.division`).
     """
-    from tpubench import division
-
     cfg = load_file(config_path(workload, config))
     if not cfg.get("workload"):
         with cfg.unlocked():
@@ -226,8 +225,6 @@ def apply_overrides(
     Returns the keys whose value changed (an override equal to the config's value changes
     nothing), in order.
     """
-    from tpubench import division
-
     items = overrides.items() if isinstance(overrides, Mapping) else map(parse_override, overrides)
     changed: list[str] = []
     for key, raw in items:

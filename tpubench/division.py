@@ -97,7 +97,6 @@ def _resnet_sgd_warmup(c: ml_collections.ConfigDict) -> str | None:
             "(resnet | sgd | opt_learning_rate_warmup_epochs)")
 
 
-_ROW = "rules' hyperparameter table: "
 _HP = f"{RULES}, Hyperparameters, table row "
 
 # Settings of the harness, not of the benchmark: free in closed division for every workload.
