@@ -103,8 +103,10 @@ def _cli(capsys, *args: str):
 def test_absl_main_process_refuses_the_three_reported_cases(tmp_path):
     """Issue 9.17 as reported, through `python -m workloads.resnet.main` (a real process):
     unknown --config.KEY, missing config file, --workdir that is a file.
-    Bites: entry.main without check_workdir (FileExistsError traceback after init, tried);
-    today's config_flags entry gave the KeyError / FileNotFoundError tracebacks of the issue."""
+    Also an unknown flag. Bites: entry.main without check_workdir (FileExistsError traceback
+    after init, tried); entry.run through absl's app.run (a failed flag parse, exit 2, then
+    app.run reads an unparsed flag: traceback; tried). Today's config_flags entry gave the
+    KeyError / FileNotFoundError tracebacks of the issue."""
     existing = tmp_path / "a_file"
     existing.write_text("keep me\n")
     w = f"--workdir={tmp_path / 'w'}"
@@ -114,6 +116,7 @@ def test_absl_main_process_refuses_the_three_reported_cases(tmp_path):
         ((f"--config={tmp_path / 'nope.py'}", w), "nope.py' does not exist"),
         (("--config=workloads/resnet/configs/mini.py", f"--workdir={existing}"),
          "is a file, not a directory"),
+        (("--config=mini", w, "--bogus"), "Unknown command line flag 'bogus'"),
     ]:
         _assert_usage_error(runs.python("-m", "workloads.resnet.main", *args), phrase,
                             workdir=tmp_path / "w")

@@ -72,6 +72,14 @@ def test_absl_main_success_exits_0_with_a_summary(tmp_path):
     assert summary["config"] == "smoke" and summary["is_mlperf"] is False
 
 
+def test_absl_main_help_exits_0_with_the_usage():
+    """Bites: entry.main without its help branch (absl's help flag exits 1 mid-parse)."""
+    proc = runs.python("-m", "workloads.dlrm.main", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: python -m workloads.dlrm.main --config=CONFIG")
+    assert "--config.KEY=VALUE" in proc.stdout and proc.stderr == ""
+
+
 # ---- list --------------------------------------------------------------------------------------
 _LINE = re.compile(r"^  --config=(\S+)\s+(\S+)\s+target (\S+) (>=|<=) (\S+)  \[(.+)\]$")
 

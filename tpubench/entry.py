@@ -16,7 +16,7 @@ import pathlib
 import sys
 from collections.abc import Sequence
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from tpubench import config as config_lib
 from tpubench.errors import UsageError
@@ -24,6 +24,14 @@ from tpubench.errors import UsageError
 USAGE = ("python -m workloads.{name}.main --config=CONFIG --workdir=DIR [--config.KEY=VALUE ...] "
          "(CONFIG: a config name such as mini, or a file such as "
          "workloads/{name}/configs/mini.py)")
+
+
+HELP = """  --config    a config name (tpubench list shows them) or a config file
+  --workdir   the run directory: log, summary.json, checkpoints (created if missing; a rerun
+              with the same workdir resumes a preempted run)
+  --config.KEY=VALUE   override a config key, e.g. --config.global_batch_size=64 (the same
+              parser as `tpubench run`; overrides that change an MLPerf benchmark make the run
+              open division)"""
 
 
 def check_workdir(workdir: str | os.PathLike) -> pathlib.Path:
@@ -66,6 +74,9 @@ def main(workload_name: str, argv: Sequence[str]) -> int:
     """Parse `argv` (flags after the program name), train to target; the exit status."""
     _define_flags()
     usage = USAGE.format(name=workload_name)
+    if any(a in ("-h", "--help", "--helpshort", "--helpfull") for a in argv):
+        print(f"usage: {usage}\n\n{HELP}")
+        return 0
     try:
         overrides, rest = config_lib.split_args(argv)
         flags.FLAGS.unparse_flags()  # values of an earlier call (in-process tests) do not stick
@@ -94,15 +105,9 @@ def main(workload_name: str, argv: Sequence[str]) -> int:
 
 
 def run(workload_name: str) -> None:
-    """`main` on this process's command line under absl (its logging setup); never returns."""
-    argv = sys.argv[1:]
-
-    def no_parse(args: list[str]) -> list[str]:  # `main` parses, turning errors into UsageError
-        flags.FLAGS.mark_as_parsed()
-        return args
-
-    app.run(lambda _: sys.exit(main(workload_name, argv)), argv=sys.argv[:1],
-            flags_parser=no_parse)
+    """`main` on this process's command line; never returns. (Not `absl.app.run`: its handler
+    for a non-zero exit reads flags that a failed parse left unparsed, and prints a traceback.)"""
+    sys.exit(main(workload_name, sys.argv[1:]))
 
 
 def note_division(cfg) -> None:
