@@ -1,35 +1,113 @@
 """Shared test setup: CPU only, one device in this process (multi-device tests use subprocesses),
-and the read-only shared data directory that CI places beside the checkout."""
+a hermetic environment, and the read-only shared data directory that CI places beside the
+checkout.
 
+Hermetic: before anything imports tpubench, every user-level path the code or its libraries write
+to points into one temporary directory for this session (removed at exit), and environment
+variables that would change what a test computes are dropped. Child processes inherit it.
+
+CI (`CI` set to 1/true/yes, any case; `CI=false` is not CI) is strict: a missing shared data
+folder or a missing libtpu FAILS the tests that need them; elsewhere they are skipped with the
+reason printed (pytest -rs).
+"""
+
+import atexit
+import importlib.util
 import os
 import pathlib
+import shutil
+import tempfile
+
+_SESSION_DIR = pathlib.Path(tempfile.mkdtemp(prefix="tpubench-tests-"))
+atexit.register(shutil.rmtree, _SESSION_DIR, ignore_errors=True)
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# User-level caches and configs: tpubench's own (perf.py's CPU peak, the tokenizer cache),
+# XDG (matplotlib and others follow it), matplotlib's, and the tfds download/prepare directory.
+HERMETIC_DIRS = {
+    "TPUBENCH_CACHE_DIR": "tpubench_cache",
+    "XDG_CACHE_HOME": "xdg_cache",
+    "XDG_CONFIG_HOME": "xdg_config",
+    "XDG_DATA_HOME": "xdg_data",
+    "MPLCONFIGDIR": "matplotlib",
+    "TFDS_DATA_DIR": "tensorflow_datasets",
+}
+for _name, _sub in HERMETIC_DIRS.items():
+    (_SESSION_DIR / _sub).mkdir()
+    os.environ[_name] = str(_SESSION_DIR / _sub)
+# Settings from the user's shell that would change a test's result or write outside the session:
+# the default data_dir of every config, a persistent JAX compilation cache, a cluster to join.
+for _name in ("TPUBENCH_DATA_DIR", "JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE",
+              "TPUBENCH_COORDINATOR", "TPUBENCH_NUM_PROCESSES", "TPUBENCH_PROCESS_ID"):
+    os.environ.pop(_name, None)
 
 import pytest  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+# The shared data folders the tests read (tests/…: multi30k transformer, criteo_sample dlrm,
+# fsdd the speech data, mlperf_v07_results the report tests).
+SHARED_DATA_FOLDERS = ("multi30k", "criteo_sample", "fsdd", "mlperf_v07_results")
+
+
+def in_ci(environ=None) -> bool:
+    """True when `CI` says so: 1, true or yes (any case). Unset, empty, 0, false, no: not CI."""
+    value = (os.environ if environ is None else environ).get("CI", "")
+    return value.strip().lower() in ("1", "true", "yes")
+
+
+def missing(message: str) -> None:
+    """A test's prerequisite is missing: fail in CI, skip (with the reason) elsewhere."""
+    if in_ci():
+        pytest.fail(f"{message} (CI is set: CI runs every test)", pytrace=False)
+    pytest.skip(message)
 
 
 def _shared_dir() -> pathlib.Path:
     return pathlib.Path(os.environ.get("TPUBENCH_SHARED_DIR", REPO.parent / "shared"))
 
 
+def shared_data_problem(data: pathlib.Path) -> str | None:
+    """Why `data` is not a usable shared data directory, or None."""
+    if not data.is_dir():
+        return f"shared data directory {data} is missing (set TPUBENCH_SHARED_DIR)"
+    absent = [f for f in SHARED_DATA_FOLDERS
+              if not (data / f).is_dir() or not any((data / f).iterdir())]
+    if absent:
+        return f"shared data directory {data} lacks (or has empty) {', '.join(absent)}"
+    return None
+
+
 @pytest.fixture(scope="session")
 def shared_data_dir() -> pathlib.Path:
-    """`../shared/data`: in CI (CI=true) a missing directory FAILS the test; on a user's machine,
-    where it does not exist, the test is skipped with the reason printed (pytest -rs)."""
+    """`../shared/data` with every folder the tests read; in CI a missing one FAILS the test."""
     path = _shared_dir() / "data"
-    if not path.is_dir():
-        message = f"shared data directory {path} is missing (set TPUBENCH_SHARED_DIR)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    problem = shared_data_problem(path)
+    if problem:
+        missing(problem)
     return path
+
+
+def has_libtpu() -> bool:
+    """True when the optional `libtpu` package (extra `tpu`) is importable."""
+    return importlib.util.find_spec("libtpu") is not None
+
+
+@pytest.fixture(scope="session")
+def libtpu() -> None:
+    """For tests that need libtpu (`tpubench fit` on TPU topologies): in CI its absence FAILS
+    the test; elsewhere the test is skipped with how to install it."""
+    if not has_libtpu():
+        missing("libtpu is not installed (pip install 'tpubench[tpu]')")
 
 
 @pytest.fixture(scope="session")
 def repo_root() -> pathlib.Path:
     """The checkout's root (for running entry points as a user would)."""
     return REPO
+
+
+@pytest.fixture(scope="session")
+def hermetic_dir() -> pathlib.Path:
+    """This session's directory for user-level caches (see the module docstring)."""
+    return _SESSION_DIR

@@ -38,3 +38,9 @@ def tpubench(*args: str, timeout: int = 600, **env_extra: str) -> subprocess.Com
 def summary(workdir) -> dict:
     """A finished run's summary.json."""
     return json.loads((pathlib.Path(workdir) / "summary.json").read_text())
+
+
+def python(*args: str, timeout: int = 600, **env_extra: str) -> subprocess.CompletedProcess:
+    """`python ARGS...` in the checkout (e.g. `-m workloads.resnet.main --config=...`)."""
+    return subprocess.run([sys.executable, *args], cwd=REPO, env=env(**env_extra),
+                          capture_output=True, text=True, timeout=timeout, check=False)

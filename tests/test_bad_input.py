@@ -3,6 +3,7 @@ and nothing is written."""
 
 from __future__ import annotations
 
+import pytest
 import runs
 
 
@@ -68,3 +69,163 @@ def test_missing_tfds_dataset_says_how_to_prepare_it(tmp_path):
 def test_the_absl_entry_point_gives_the_same_errors(tmp_path):
     proc = runs.run_main("resnet", "full", tmp_path / "w", f"--config.data_dir={tmp_path / 'x'}")
     _assert_usage_error(proc, "tfds build imagenet2012", workdir=tmp_path / "w")
+
+
+# ---- the absl mains of every workload (python -m workloads.<name>.main) -------------------------
+WORKLOADS = ("bert", "dlrm", "resnet", "transformer")
+
+
+def _assert_refused(code, err, *phrases):
+    """In-process twin of _assert_usage_error: the same code path as the process (main catches
+    UsageError), without paying a Python start per case."""
+    assert code == 2, err
+    assert err.startswith("tpubench: error: ") and err.count("\n") == 1, err
+    for phrase in phrases:
+        assert phrase in err, err
+
+
+def _absl(capsys, workload: str, *args: str):
+    from tpubench import entry
+
+    code = entry.main(workload, list(args))
+    return code, capsys.readouterr().err
+
+
+def _cli(capsys, *args: str):
+    from tpubench import cli
+
+    code = cli.main(list(args))
+    out = capsys.readouterr()
+    assert out.out == "", out.out
+    return code, out.err
+
+
+def test_absl_main_process_refuses_the_three_reported_cases(tmp_path):
+    """Issue 9.17 as reported, through `python -m workloads.resnet.main` (a real process):
+    unknown --config.KEY, missing config file, --workdir that is a file.
+    Also an unknown flag. Bites: entry.main without check_workdir (FileExistsError traceback
+    after init, tried); entry.run through absl's app.run (a failed flag parse, exit 2, then
+    app.run reads an unparsed flag: traceback; tried). Today's config_flags entry gave the
+    KeyError / FileNotFoundError tracebacks of the issue."""
+    existing = tmp_path / "a_file"
+    existing.write_text("keep me\n")
+    w = f"--workdir={tmp_path / 'w'}"
+    for args, phrase in [
+        (("--config=workloads/resnet/configs/mini.py", w, "--config.nope=1"),
+         "Unknown config key 'nope'"),
+        ((f"--config={tmp_path / 'nope.py'}", w), "nope.py' does not exist"),
+        (("--config=workloads/resnet/configs/mini.py", f"--workdir={existing}"),
+         "is a file, not a directory"),
+        (("--config=mini", w, "--bogus"), "Unknown command line flag 'bogus'"),
+    ]:
+        _assert_usage_error(runs.python("-m", "workloads.resnet.main", *args), phrase,
+                            workdir=tmp_path / "w")
+    assert existing.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_absl_main_of_every_workload_refuses_bad_input(tmp_path, capsys, workload):
+    """Every workload's main (entry.main): each case one paragraph, exit 2, nothing written.
+    Bites: entry.main without its flags.Error -> UsageError (an uncaught flags error), or
+    without load_config's workload check (it trains the other workload's config): both tried."""
+    existing = tmp_path / "a_file"
+    existing.write_text("keep me\n")
+    other = "resnet" if workload != "resnet" else "bert"
+    w = f"--workdir={tmp_path / 'w'}"
+    cases = [
+        (("--config=smoke", w, "--config.nope=1"), "Unknown config key 'nope'"),
+        ((f"--config={tmp_path / 'nope.py'}", w), "does not exist"),
+        (("--config=tiny", w), "Unknown config 'tiny'"),
+        (("--config=smoke", f"--workdir={existing}"), "is a file, not a directory"),
+        (("--config=smoke", f"--workdir={existing / 'sub'}"), f"{existing} is a file"),
+        (("--config=smoke", w, "--bogus"), "Unknown command line flag 'bogus'"),
+        (("--config=smoke", w, "stray"), "Unexpected arguments: stray"),
+        (("--config=smoke",), "Missing --workdir"),
+        ((w,), "Missing --config"),
+        ((f"--config=workloads/{other}/configs/smoke.py", w),
+         f"is a '{other}' config, not a '{workload}'"),
+        (("--config=smoke", w, "--config.seed", "3"), "Override 'seed' has no value"),
+        (("--config=smoke", w, "--config.seed=three"), "--config.seed"),
+    ]
+    for args, phrase in cases:
+        _assert_refused(*_absl(capsys, workload, *args), phrase)
+    assert existing.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+
+
+# ---- tpubench run / list / check / launch ------------------------------------------------------
+def test_run_refuses_bad_input(tmp_path, capsys):
+    """Bites: _Parser.error back to argparse's own (usage + message via SystemExit, tried)."""
+    existing = tmp_path / "a_file"
+    existing.write_text("keep me\n")
+    w = f"--workdir={tmp_path / 'w'}"
+    cases = [
+        (("run", "resnet", w), "the following arguments are required: --config"),
+        (("run", "--config=mini", w), "the following arguments are required: workload"),
+        (("run", "resnet", "--config=mini", w, "--bogus"), "unrecognized arguments: --bogus"),
+        (("run", "resnet", "--config=mini", w, "--config.seed"), "Override 'seed' has no value"),
+        (("run", "resnet", "--config=workloads/dlrm/configs/smoke.py", w),
+         "is a 'dlrm' config, not a 'resnet'"),
+        (("run", "resnet", "--config=mini", f"--workdir={existing}"), "is a file"),
+        (("run", "resnet", "--config=mini", f"--workdir={existing / 'x'}"), "is a file"),
+        (("run", "resnet", "--config=mini", f"--results_root={existing}"), "is a file"),
+        (("run", "resnet", "--config=mini", w, "--config.mesh=3"), "mesh.data=..."),
+        (("run", "resnet", "--config=mini", w, "--config.model.depth=3"), "model.depth"),
+        (("run", "resnet", "--config=mini", w, "--config.global_batch_size=[1]"),
+         "expects int (like 32)"),
+        (("run", "resnet", "--config=mini", w, "--config.open_reasons=x"),
+         "cannot be overridden"),
+        (("run", "resnet", "--config=mini", w, "--config.workload=bert"),
+         "cannot be overridden"),
+        (("run", "resnet", "--config=mini", w, "--config.is_mlperf=true"), "never makes one"),
+        (("run", "resnet", "--config=mini", w, "--config.submission_division=closed"),
+         "only an MLPerf config"),
+        (("run", "resnet", "--config=full", w, "--config.submission_division=semi"),
+         "'closed' or 'open'"),
+        (("frobnicate",), "Unknown command 'frobnicate'"),
+    ]
+    for args, phrase in cases:
+        _assert_refused(*_cli(capsys, *args), phrase)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+
+
+def test_list_check_and_launch_refuse_bad_input(tmp_path, capsys):
+    """Bites: _cmd_check without the ruleset check, or launch_local's parser back to argparse's
+    own error (SystemExit): both tried."""
+    log = tmp_path / "log.txt"
+    log.write_text("not a log\n")
+    cases = [
+        (("list", "resnet"), "unrecognized arguments: resnet"),
+        (("check",), "the following arguments are required: log"),
+        (("check", str(tmp_path / "none.txt")), "No log file at"),
+        (("check", str(log), "--ruleset=9.9.9"), "Known: 0.6.0, 0.7.0"),
+        (("check", str(log), "--usage=inference"), "invalid choice: 'inference'"),
+        (("launch",), "tpubench launch local --processes=N"),
+        (("launch", "cloud"), "tpubench launch local --processes=N"),
+        (("launch", "local", "--processes=2"), "Missing `-- CMD`"),
+        (("launch", "local", "--processes=two", "--", "true"), "invalid int value: 'two'"),
+        (("launch", "local", "--processes=0", "--", "true"), "need at least 1"),
+        (("launch", "local", "--processes=1", "--port=70000", "--", "true"), "outside 0..65535"),
+        (("launch", "local", "--processes=1", "--"), "Nothing to run after `--`"),
+        (("launch", "local", "--processes=1", "--", str(tmp_path / "no_such_cmd")),
+         "Cannot start"),
+    ]
+    for args, phrase in cases:
+        _assert_refused(*_cli(capsys, *args), phrase)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.txt"]
+
+
+def test_the_same_bad_override_gives_the_same_error_from_both_entry_points(tmp_path, capsys):
+    """One parser: `tpubench run` and the absl main print the same paragraph.
+    Bites: `tpubench run` parsing overrides its own way (literal_eval'd values handed to
+    config.load: --config.seed=True became seed 1, tried)."""
+    w = f"--workdir={tmp_path / 'w'}"
+    for bad in ("--config.global_batch_size=1.5", "--config.is_mlperf=maybe",
+                "--config.optimizer.nope=1", "--config.model.stage_sizes=oops",
+                "--config.seed=True", "--config.mesh=3", "--config.nope.deeper=1"):
+        code_a, a = _cli(capsys, "run", "resnet", "--config=smoke", w, bad)
+        code_b, b = _absl(capsys, "resnet", "--config=smoke", w, bad)
+        _assert_refused(code_a, a, bad.split("=")[0].removeprefix("--config."))
+        assert (code_a, a) == (code_b, b)
+    assert not (tmp_path / "w").exists()

@@ -20,6 +20,8 @@ import json
 import os
 import sys
 
+from tpubench.errors import UsageError
+
 # Subcommands implemented in their own modules: name -> "module:function(argv) -> int".
 _DELEGATES = {
     "report": "tpubench.report.cli:main",
@@ -28,11 +30,19 @@ _DELEGATES = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises `UsageError` (one paragraph, exit 2) instead of printing its own."""
+
+    def error(self, message: str):
+        usage = " ".join(self.format_usage().split()).removeprefix("usage: ")
+        raise UsageError(f"{message}. Usage: {usage} (--help for more).")
+
+
 def _cmd_list(argv: list[str]) -> int:
     from tpubench import config as config_lib
     from tpubench import registry
 
-    argparse.ArgumentParser(prog="tpubench list").parse_args(argv)
+    _Parser(prog="tpubench list", description="Workloads, configs and targets.").parse_args(argv)
     for name in registry.names():
         cls = registry.workload_class(name)
         print(f"{name}  (MLPerf: {cls.mlperf_name})")
@@ -48,9 +58,8 @@ def _cmd_list(argv: list[str]) -> int:
 
 def _cmd_run(argv: list[str]) -> int:
     from tpubench import config as config_lib
-    from tpubench import registry, results, train
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tpubench run",
         description="Train WORKLOAD to its target. Extra --config.KEY=VALUE flags override keys.",
     )
@@ -58,17 +67,19 @@ def _cmd_run(argv: list[str]) -> int:
     parser.add_argument("--config", required=True, help="config name (mini, full, ...) or path")
     parser.add_argument("--workdir", help="run directory (default: results/<...>/run_<i>)")
     parser.add_argument("--results_root", default="results")
-    args, rest = parser.parse_known_args(argv)
-    bad = [a for a in rest if not a.startswith("--config.")]
-    if bad:
-        parser.error(f"unrecognized arguments: {' '.join(bad)}")
+    overrides, words = config_lib.split_args(argv)  # the parser the absl mains use too
+    args = parser.parse_args(words)
+
+    from tpubench import entry, registry
+
     registry.workload_class(args.workload)  # unknown workload -> UsageError
-    from tpubench import distributed
+    cfg = entry.load_config(args.workload, args.config, overrides)
+    entry.check_workdir(args.results_root if args.workdir is None else args.workdir)
+    entry.note_division(cfg)
+
+    from tpubench import distributed, results, train
 
     distributed.initialize_from_env()  # before any JAX computation; no-op for one process
-    cfg = config_lib.load(args.workload, args.config, rest)
-    if not cfg.workload:
-        cfg.workload = args.workload
     workdir = args.workdir
     if workdir is None:
         import jax
@@ -76,24 +87,39 @@ def _cmd_run(argv: list[str]) -> int:
         workdir = results.default_workdir(
             args.results_root, cfg, train.platform_name(jax.devices()))
     summary = train.train_and_evaluate(cfg, workdir)
-    keys = ("workload", "config", "status", "final_quality", "time_to_target_s")
+    keys = ("workload", "config", "is_mlperf", "status", "final_quality", "time_to_target_s")
     print(json.dumps({k: summary.get(k) for k in keys} | {"workdir": str(workdir)}))
     return 0 if summary["status"] in ("success", "preempted") else 1
+
+
+def _checker_rulesets(usage: str) -> list[str]:
+    """The rulesets the installed `mlperf_logging.compliance_checker` has for `usage`."""
+    import pathlib
+
+    from mlperf_logging import compliance_checker
+
+    root = pathlib.Path(compliance_checker.__file__).parent
+    prefix = f"{usage}_"
+    return sorted(p.name.removeprefix(prefix) for p in root.iterdir()
+                  if p.is_dir() and p.name.startswith(prefix) and not p.name.endswith("_warn"))
 
 
 def _cmd_check(argv: list[str]) -> int:
     from tpubench import mllog
 
-    parser = argparse.ArgumentParser(prog="tpubench check",
-                                     description="Run the official MLPerf compliance checker.")
+    parser = _Parser(prog="tpubench check",
+                     description="Run the official MLPerf compliance checker.")
     parser.add_argument("log")
     parser.add_argument("--ruleset", default="0.7.0")
-    parser.add_argument("--usage", default="training")
+    parser.add_argument("--usage", default="training", choices=("training", "hpc"))
     args = parser.parse_args(argv)
     if not os.path.isfile(args.log):
-        from tpubench.errors import UsageError
-
-        raise UsageError(f"No log file at {args.log!r}.")
+        raise UsageError(f"No log file at {args.log!r}. Pass the path of an MLPerf log, e.g. "
+                         "results/.../run_0/mlperf_log.txt.")
+    known = _checker_rulesets(args.usage)
+    if args.ruleset not in known:
+        raise UsageError(f"--ruleset={args.ruleset!r} is not a {args.usage} ruleset of the "
+                         f"installed compliance checker. Known: {', '.join(known)}.")
     result = mllog.check_compliance(args.log, args.usage, args.ruleset)
     print(result.output)
     print("VALID" if result.valid else "INVALID")
@@ -102,8 +128,6 @@ def _cmd_check(argv: list[str]) -> int:
 
 def _cmd_launch(argv: list[str]) -> int:
     if not argv or argv[0] != "local":
-        from tpubench.errors import UsageError
-
         raise UsageError("Usage: tpubench launch local --processes=N -- CMD ARGS... "
                          "(Cloud TPU and SLURM launchers live in launch/, see the README).")
     from tpubench import launch_local
@@ -116,8 +140,6 @@ _COMMANDS = {"list": _cmd_list, "run": _cmd_run, "check": _cmd_check, "launch": 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tpubench` console script."""
-    from tpubench.errors import UsageError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     names = sorted(list(_COMMANDS) + list(_DELEGATES))
     if not argv or argv[0] in ("-h", "--help"):

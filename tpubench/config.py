@@ -2,7 +2,10 @@
 
 A workload's config files (`workloads/<name>/configs/<config>.py`) define `get_config()` that
 starts from `base_config()` and sets the benchmark's values. Overrides use the absl spelling
-`--config.KEY=VALUE`; an unknown key is a `UsageError`, never silently added.
+`--config.KEY=VALUE`; an unknown key is a `UsageError`, never silently added. `tpubench run` and
+the absl mains (`python -m workloads.<name>.main`) both parse overrides here (`split_args`,
+`apply_overrides`), so the same text means the same value everywhere. An override of an MLPerf
+config that changes the benchmark itself makes the run open division (`tpubench.division`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import ml_collections
 
+from tpubench import division
 from tpubench.errors import UsageError
 
 WORKLOADS_ROOT = pathlib.Path(__file__).resolve().parent.parent / "workloads"
@@ -74,6 +78,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.submission_platform = ""  # "" = derived from the devices, e.g. "1xcpu"
     c.submission_division = "open"
     c.submission_status = "research"
+    # Set by `tpubench.division` when overrides take an MLPerf config out of closed division.
+    c.open_reasons = ()
     return c
 
 
@@ -120,63 +126,135 @@ def load_file(path: str | os.PathLike) -> ml_collections.ConfigDict:
 def load(
     workload: str, config: str, overrides: Mapping[str, Any] | Sequence[str] = ()
 ) -> ml_collections.ConfigDict:
-    """Load `workload`'s named config and apply overrides (a dict, or `KEY=VALUE` strings)."""
+    """Load `workload`'s named config and apply overrides (a dict, or `KEY=VALUE` strings).
+
+    Overrides of an MLPerf config that closed division does not allow make it open division
+    (`is_mlperf=False`, `submission_division="open"`, `open_reasons`; see `tpubench.division`).
+    """
     cfg = load_file(config_path(workload, config))
-    apply_overrides(cfg, overrides)
+    if not cfg.get("workload"):
+        with cfg.unlocked():
+            cfg.workload = workload
+    mlperf = bool(cfg.get("is_mlperf", False))
+    changed = apply_overrides(cfg, overrides)
+    division.apply(cfg, changed, mlperf)
     return cfg
+
+
+_OVERRIDE_FORM = (
+    "Overrides look like --config.KEY=VALUE, with the value in the same argument (e.g. "
+    "--config.global_batch_size=64, --config.mesh.data=2, --config.dtype=bfloat16)."
+)
 
 
 def parse_override(text: str) -> tuple[str, str]:
     """'--config.a.b=3' or 'a.b=3' -> ('a.b', '3')."""
     text = text.removeprefix("--").removeprefix("config.")
     if "=" not in text:
-        raise UsageError(f"Override {text!r} must look like --config.KEY=VALUE.")
+        raise UsageError(f"Override {text!r} has no value. {_OVERRIDE_FORM}")
     key, value = text.split("=", 1)
+    if not key:
+        raise UsageError(f"Override {text!r} has no key. {_OVERRIDE_FORM}")
     return key, value
 
 
+def split_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split command-line words into `--config.KEY=VALUE` overrides and everything else.
+
+    Both entry points use this, so `--config.KEY VALUE` (value in the next word) is refused the
+    same way everywhere rather than read as a flag by one parser and a stray word by the other.
+    """
+    overrides, rest = [], []
+    for arg in argv:
+        if arg.startswith("--config."):
+            parse_override(arg)  # refuses a missing "=VALUE" now, before anything runs
+            overrides.append(arg)
+        else:
+            rest.append(arg)
+    return overrides, rest
+
+
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
 def _coerce(key: str, raw: Any, current: Any) -> Any:
+    """`raw` (text from the command line, or a Python value) as the type of `current`."""
+    if isinstance(current, ml_collections.ConfigDict):
+        raise UsageError(
+            f"--config.{key} is a section, not a value: set its keys instead, e.g. "
+            + ", ".join(f"--config.{key}.{k}=..." for k in sorted(current.keys())) + "."
+        )
     if not isinstance(raw, str):
+        if isinstance(current, tuple) and isinstance(raw, list):
+            return tuple(raw)
         return raw
     if isinstance(current, str):
         return raw
     if isinstance(current, bool):
-        if raw.lower() in ("true", "1", "yes"):
+        if raw.lower() in _TRUE:
             return True
-        if raw.lower() in ("false", "0", "no"):
+        if raw.lower() in _FALSE:
             return False
         raise UsageError(f"--config.{key} expects true or false, got {raw!r}.")
     try:
         value = ast.literal_eval(raw)
     except (ValueError, SyntaxError) as e:
+        if current is None:
+            return raw  # an unset (None) key takes text as text
         raise UsageError(
-            f"--config.{key}: cannot parse {raw!r} as a {type(current).__name__}."
+            f"--config.{key}: cannot parse {raw!r} as a {type(current).__name__} "
+            f"(the config's value is {current!r})."
         ) from e
-    if isinstance(current, float) and isinstance(value, int):
+    if isinstance(current, float) and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    if current is not None and not isinstance(value, type(current)):
+    if isinstance(current, tuple) and isinstance(value, list):
+        value = tuple(value)
+    if isinstance(current, list) and isinstance(value, tuple):
+        value = list(value)
+    if current is not None and (
+        not isinstance(value, type(current)) or isinstance(value, bool) != isinstance(current, bool)
+    ):
         raise UsageError(
-            f"--config.{key} expects a {type(current).__name__}, got {raw!r}."
+            f"--config.{key} expects {type(current).__name__} (like {current!r}), got {raw!r}."
         )
     return value
 
 
 def apply_overrides(
     cfg: ml_collections.ConfigDict, overrides: Mapping[str, Any] | Sequence[str]
-) -> None:
-    """Set dotted keys in place; unknown keys raise `UsageError` listing the known ones."""
+) -> list[str]:
+    """Set dotted keys in place; unknown keys raise `UsageError` listing the known ones.
+
+    Returns the keys whose value changed (an override equal to the config's value changes
+    nothing), in order.
+    """
     items = overrides.items() if isinstance(overrides, Mapping) else map(parse_override, overrides)
+    changed: list[str] = []
     for key, raw in items:
-        node, *_ = cfg, None
+        node = cfg
         parts = key.split(".")
-        for part in parts[:-1]:
+        for i, part in enumerate(parts[:-1]):
             if part not in node or not isinstance(node[part], ml_collections.ConfigDict):
-                raise UsageError(f"Unknown config key {key!r} (no section {part!r}).")
+                where = ".".join(parts[:i]) or "the config"
+                raise UsageError(
+                    f"Unknown config key {key!r}: {where} has no section {part!r}. Sections "
+                    "there: " + (", ".join(sorted(
+                        k for k, v in node.items() if isinstance(v, ml_collections.ConfigDict)))
+                        or "none") + ". Run `tpubench list` for the configs."
+                )
             node = node[part]
         leaf = parts[-1]
         if leaf not in node:
             raise UsageError(
                 f"Unknown config key {key!r}. Known keys here: {', '.join(sorted(node.keys()))}."
             )
-        with cfg.unlocked():
-            node[leaf] = _coerce(key, raw, node[leaf])
+        if key in division.DERIVED:
+            division.check_override(cfg, key, raw)
+        value = _coerce(key, raw, node[leaf])
+        division.check_override(cfg, key, value)
+        if value != node[leaf]:
+            with cfg.unlocked():
+                node[leaf] = value
+            if key not in changed:
+                changed.append(key)
+    return changed

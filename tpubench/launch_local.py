@@ -31,14 +31,14 @@ _POLL_S = 0.05
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse would sys.exit(2); the CLI wants a UsageError.
-        raise UsageError(f"{message}\nusage: {USAGE}")
+        raise UsageError(f"{message}. Usage: {USAGE}")
 
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     """Split `argv` at the first `--` into launcher flags and the command to run."""
     argv = list(argv)
     if "--" not in argv:
-        raise UsageError(f"Missing `-- CMD`: the command to run goes after `--`.\nusage: {USAGE}")
+        raise UsageError(f"Missing `-- CMD`: the command to run goes after `--`. Usage: {USAGE}")
     split = argv.index("--")
     flags, command = argv[:split], argv[split + 1 :]
     parser = _Parser(prog="tpubench launch local", usage=USAGE, description=__doc__.split("\n")[0])
@@ -54,7 +54,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     if not 0 <= args.port < 65536:
         raise UsageError(f"--port={args.port} is outside 0..65535.")
     if not command:
-        raise UsageError(f"Nothing to run after `--`.\nusage: {USAGE}")
+        raise UsageError(f"Nothing to run after `--`. Usage: {USAGE}")
     return args, command
 
 

@@ -25,7 +25,7 @@ import jax
 import ml_collections
 import numpy as np
 
-from tpubench import checkpoint, data, page_cache, perf, preemption, registry
+from tpubench import checkpoint, chips, data, page_cache, perf, preemption, registry
 from tpubench import engine as engine_lib
 from tpubench import mesh as mesh_lib
 from tpubench import mllog as mllog_lib
@@ -49,7 +49,7 @@ class Diverged(RuntimeError):
 def platform_name(devices: list[Any]) -> str:
     """e.g. '8xTPU_v5p', '1xNVIDIA_H200', '1xcpu'."""
     kind = devices[0].device_kind if devices[0].platform != "cpu" else "cpu"
-    return f"{len(devices)}x{kind.replace(' ', '_')}"
+    return f"{chips.chip_count(devices)}x{kind.replace(' ', '_')}"
 
 
 def _log_header(log: mllog_lib.RunLogger, workload: Workload, platform: str) -> None:
@@ -266,6 +266,11 @@ def _preempt(run, mgr, eng, state, progress, clock, log, step) -> dict:
             "attempts": progress["attempts"]}
 
 
+def _finite_or_none(x: float) -> float | None:
+    """NaN (an MFU above 100%, flagged by perf.mfu) becomes null: summary.json stays strict JSON."""
+    return None if x != x else x
+
+
 def _summarize(workload, run, status, error, quality, run_s, progress, compiled,
                platform, resumed, step, mesh) -> dict:
     c = workload.config
@@ -295,7 +300,7 @@ def _summarize(workload, run, status, error, quality, run_s, progress, compiled,
         "other_s": run_s - train_s - eval_s,
         "train_examples_per_s": samples / train_s if train_s else 0.0,
         "flops_per_step": compiled["flops_per_step"],
-        "mfu": perf.mfu(compiled["flops_per_step"], step, train_s, peak),
+        "mfu": _finite_or_none(perf.mfu(compiled["flops_per_step"], step, train_s, peak)),
         "peak_flops": peak,
         "steps": step,
         "samples": samples,
