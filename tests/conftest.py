@@ -23,6 +23,9 @@ atexit.register(shutil.rmtree, _SESSION_DIR, ignore_errors=True)
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# Runs in tests do not flush the machine's page cache (CI runs as root, where they could); the
+# flush itself is tested in tests/test_timing.py.
+os.environ["TPUBENCH_CLEAR_PAGE_CACHE"] = "0"
 # User-level caches and configs: tpubench's own (perf.py's CPU peak, the tokenizer cache),
 # XDG (matplotlib and others follow it), matplotlib's, and the tfds download/prepare directory.
 HERMETIC_DIRS = {
