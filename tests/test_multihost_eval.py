@@ -3,7 +3,8 @@ gathered from every process: a 2-process DLRM smoke eval (one CPU device each, `
 local`) hands `eval_finalize` exactly the eval_samples rows, in order, that the 1-process run
 with 2 devices sees, on both processes, and so gives the same AUC.
 
-Cost: two runs of the DLRM smoke (2 train steps, 4 eval batches), compile dominated; slow."""
+Cost: two runs of the DLRM smoke (2 train steps, 3 eval batches), compile dominated; measured
+100 s on 2 CPU cores shared with other jobs (load average ~23); slow."""
 
 import os
 import signal
