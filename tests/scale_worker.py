@@ -2,8 +2,9 @@
 (XLA_FLAGS is set by the caller before JAX starts) and prints one JSON object on its last line.
 
     python tests/scale_worker.py strategies         # each sharding strategy, 3 steps of a ResNet
-    python tests/scale_worker.py save WORKDIR       # train the smoke config data-parallel, dump
+    python tests/scale_worker.py save WORKDIR       # train data-parallel, save, dump the state
     python tests/scale_worker.py restore WORKDIR    # restore that checkpoint FSDP, compare
+    python tests/scale_worker.py dlrm_eval WORKDIR DATA_DIR N   # one process of a DLRM eval
 """
 
 from __future__ import annotations
@@ -124,49 +125,106 @@ def strategies() -> dict[str, Any]:
     return {name: run_strategy(o, jax.devices()[:n]) for name, (o, n) in STRATEGIES.items()}
 
 
-SAVE_OVERRIDES = {"mesh.data": -1, "max_train_samples": 32, "eval_every_samples": 32}
+SAVE_OVERRIDES = {"mesh.data": -1}
 RESTORE_OVERRIDES = {"mesh.data": 1, "mesh.fsdp": -1}
+SAVED_STEPS = 3
 
 
 def save(workdir: str) -> dict[str, Any]:
-    """Train the smoke config data-parallel on every device (its final checkpoint is written by
-    the loop), then read the params back on the saving mesh and return them."""
+    """Train SAVED_STEPS steps data-parallel on every device, save the state with the loop's own
+    `checkpoint.save`, and dump the in-memory state that was saved (every leaf) beside it."""
     cfg = config_lib.load("resnet", "smoke", {**BASE, **SAVE_OVERRIDES})
-    summary = train.train_and_evaluate(cfg, workdir)
-    eng = engine_lib.JitEngine(registry.create(cfg), mesh_lib.build_mesh(cfg))
+    workload = registry.create(cfg)
+    eng = engine_lib.JitEngine(workload, mesh_lib.build_mesh(cfg))
+    compiled = eng.compile(1, synthetic=False)
+    state = eng.init_state(cfg.seed)
+    initial = _flat(jax.device_get(state))
+    with eng.context():
+        for batch in batches(SAVED_STEPS, cfg.global_batch_size):
+            state, _ = compiled["train"](state, eng.put({k: v[None] for k, v in batch.items()},
+                                                        block=True))
+    progress = {"elapsed_s": 1.5, "history": [{"samples": 48, "quality": 0.25}], "attempts": 1}
     with checkpoint.manager(workdir) as mgr:
-        state, progress = checkpoint.restore(mgr, eng.abstract_state, eng.state_shardings)
-    np.savez(f"{workdir}/params.npz", **_flat_params(state))
-    return {"status": summary["status"], "steps": summary["steps"], "mesh": summary["mesh"],
-            "saved_kernel": _describe(_leaf(state, KERNEL)), "progress_step": progress["step"]}
+        checkpoint.save(mgr, SAVED_STEPS, eng.for_checkpoint(state), dict(progress, step=3))
+    saved = _flat(jax.device_get(state))
+    np.savez(f"{workdir}/saved.npz", **saved)
+    moved = sorted(k for k in saved if not np.array_equal(saved[k], initial[k]))
+    return {"mesh": dict(eng.mesh.shape), "saved_kernel": _describe(_leaf(state, KERNEL)),
+            "moved": {group: sum(k.startswith(f".{group}") for k in moved)
+                      for group in ("step", "params", "opt_state", "model_state", "rng")},
+            "leaves": _count_groups(saved)}
 
 
 def restore(workdir: str) -> dict[str, Any]:
-    """Restore the checkpoint of `save` onto an FSDP mesh of this process's devices."""
+    """Restore the checkpoint of `save` onto an FSDP mesh of this process's devices and compare
+    every leaf with the state `save` had in memory (exact: shapes, dtypes, values)."""
     cfg = config_lib.load("resnet", "smoke", {**BASE, **RESTORE_OVERRIDES})
     eng = engine_lib.JitEngine(registry.create(cfg), mesh_lib.build_mesh(cfg))
     with checkpoint.manager(workdir) as mgr:
         state, progress = checkpoint.restore(mgr, eng.abstract_state, eng.state_shardings)
-    saved = np.load(f"{workdir}/params.npz")
-    restored = _flat_params(state)
+    saved = dict(np.load(f"{workdir}/saved.npz"))
+    restored = _flat(jax.device_get(state))
     return {
         "mesh": dict(eng.mesh.shape),
         "kernel": _describe(_leaf(state, KERNEL)),
         "kernel_momentum": _describe(_momentum(state, KERNEL)),
-        "same_keys": sorted(saved.files) == sorted(restored),
-        "max_abs_diff": max(float(np.abs(saved[k] - restored[k]).max()) for k in saved.files),
-        "params": len(saved.files),
+        "missing": sorted(set(saved) - set(restored)),
+        "extra": sorted(set(restored) - set(saved)),
+        "different": sorted(
+            k for k in saved.keys() & restored.keys()
+            if saved[k].dtype != restored[k].dtype or saved[k].shape != restored[k].shape
+            or not np.array_equal(saved[k], restored[k])),
+        "leaves": _count_groups(restored),
         "step": int(state.step),
-        "progress_step": progress["step"],
+        "progress": progress,
     }
 
 
-def _flat_params(state: Any) -> dict[str, np.ndarray]:
-    return {jax.tree_util.keystr(p): np.asarray(jax.device_get(x))
-            for p, x in jax.tree_util.tree_flatten_with_path(state.params)[0]}
+def _flat(state: Any) -> dict[str, np.ndarray]:
+    """Every leaf of a (host) TrainState by its path, e.g. '.params['Conv_0']['kernel']'."""
+    return {jax.tree_util.keystr(p): np.asarray(x)
+            for p, x in jax.tree_util.tree_flatten_with_path(state)[0]}
+
+
+def _count_groups(flat: dict[str, np.ndarray]) -> dict[str, int]:
+    return {group: sum(k.startswith(f".{group}") for k in flat)
+            for group in ("step", "params", "opt_state", "model_state", "rng")}
+
+
+def dlrm_eval(workdir: str, data_dir: str, eval_samples: str) -> dict[str, Any]:
+    """One process of a DLRM smoke run on the Criteo TSV days in `data_dir` (under
+    `tpubench launch local`, or alone): join the cluster, train 2 steps, evaluate on the first
+    `eval_samples` rows of day 23. Every process records what `eval_finalize` received (the
+    labels and scores it kept) in `workdir/eval_p<index>.npz`."""
+    from tpubench import distributed
+
+    distributed.initialize_from_env()  # before any JAX computation
+    from workloads.dlrm import workload as dlrm
+
+    finalize = dlrm.DLRMWorkload.eval_finalize
+    seen: dict[str, np.ndarray] = {}
+
+    def recording_finalize(self, results):
+        keep = np.asarray(results["mask"]) > 0
+        seen.update(label=np.asarray(results["label"])[keep],
+                    score=np.asarray(results["score"])[keep], rows=np.asarray(len(keep)))
+        quality = finalize(self, results)
+        seen["quality"] = np.asarray(quality)
+        return quality
+
+    dlrm.DLRMWorkload.eval_finalize = recording_finalize
+    n = int(eval_samples)
+    cfg = config_lib.load("dlrm", "smoke", {
+        "data_source": "criteo_tsv", "data_dir": data_dir, "eval_samples": n,
+        "eval_every_samples": 64, "max_train_samples": 64, "mesh.data": -1})
+    summary = train.train_and_evaluate(cfg, workdir)
+    np.savez(f"{workdir}/eval_p{jax.process_index()}.npz", **seen)
+    return {"status": summary["status"], "final_quality": summary["final_quality"],
+            "process_count": summary["process_count"], "mesh": summary["mesh"]}
 
 
 if __name__ == "__main__":
     task, args = sys.argv[1], sys.argv[2:]
-    result = {"strategies": strategies, "save": save, "restore": restore}[task](*args)
+    tasks = {"strategies": strategies, "save": save, "restore": restore, "dlrm_eval": dlrm_eval}
+    result = tasks[task](*args)
     print(json.dumps(result))
