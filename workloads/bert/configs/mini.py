@@ -6,11 +6,23 @@
 A 2-layer, 128-wide post-LN BERT (4,096-word vocabulary from the 34 training plays, seq 64,
 10 predictions), masked-LM + next-sentence loss, optax LAMB (lr 0.01, 30 warmup steps, linear
 decay), global batch 32, from scratch. Quality: masked-word accuracy on 512 fixed windows of
-the four held-out plays (Macbeth, Twelfth Night, Henry V, The Tempest; ~4,300 masked words).
-Most-frequent-word baseline on that set: 4.18% ("the"). Target: 10%.
-Measured (2-core AMD EPYC CPU, JAX CPU, shared with ~6 other jobs, load average ~9; one run of
-the command above): success, 10.9% at step 300 (9,600 sequences), time to target 74.6 s
-(run_start to run_stop, 13.2 s of it eval), 33.6 s init + compile before run_start, 111 s wall.
+the four held-out plays (Macbeth, Twelfth Night, Henry V, The Tempest; 4,269 masked words).
+Target: 10%. Step budget: 2,000 steps (no wall-clock budget).
+
+Baselines on this eval set, its own masking (`benchmarks/baselines_bert.py`; counts from the
+training plays, context = the masked input the model sees):
+  most-frequent word ("the") / unigram 0.0417   bigram (left word) 0.0885   trigram 0.0989
+  bidirectional (left, right word) 0.1209   (l2 l1 _ r1 r2) 0.1206   bigram chain
+  P(w|l)P(r|w) 0.1249. BERT masking leaves 10% of the masked words visible, so "+copy"
+  (predict the shown word when it is not [MASK]) adds ~9 points: most-frequent +copy 0.1321,
+  bidirectional +copy 0.1928, bigram chain +copy 0.1986 (the strongest).
+So the 10% target beats the most-frequent, bigram and trigram baselines only; it is BELOW the
+bidirectional and every "+copy" baseline (issue 19 item 2 is open for this mini). Measured
+longer: 0.134 at step 2000, and none of lr 0.005/0.02, hidden 256, 4 layers, batch 64, seq 32
+passed 0.136 by step 2000 (~190 s on 2 idle cores; standalone loop of the same code).
+Steps to 0.10 (evals every 50 steps), seeds 0-7: 300, 250, 250, 300, 250, 250, 400, 250;
+seeds 0 and 1 are asserted in tests/test_bert.py. Seed 0 (one run of the command above, load
+average ~9 on the shared 2-core CPU): 10.9% at step 300, 74.6 s run_start to run_stop.
 The MLPerf log passes every compliance check except MLPerf's own 0.712 accuracy target.
 """
 
@@ -38,9 +50,8 @@ def get_config():
     c.eval_every_samples = 50 * 32
     c.steps_per_dispatch = 50
     c.max_train_samples = 2000 * 32
-    c.max_time_s = 300.0
 
-    # Most-frequent-word baseline on this eval set: 4.18% ("the"); see tests/test_bert.py.
+    # Below the bidirectional-count and copy baselines (see the docstring): not yet meaningful.
     c.target_value = 0.10
     c.learning_rate = 0.01
     c.warmup_steps = 30

@@ -1,0 +1,170 @@
+"""Simple baselines for the BERT mini: masked-word accuracy on the mini's own eval set.
+
+Every baseline predicts each masked word of the mini's eval set (the same windows, the same
+masking, from `workloads.bert.shakespeare`) from counts over the training plays' token stream,
+looking only at what the model sees: the masked `input_ids` (a neighbour may itself be `[MASK]` or
+a random word). Count models back off when a context word is special (`[CLS]`, `[SEP]`, `[MASK]`)
+or the context was never seen in training. Ties go to the lower id (the more frequent word, since
+the vocabulary is frequency-ranked). `[UNK]` and special tokens are never predicted (never targets).
+
+  most-frequent   "the" everywhere
+  unigram         the same: argmax of the unconditioned word distribution (kept for the record)
+  bigram          argmax count(l1 -> w), backs off to unigram
+  trigram         argmax count(l2 l1 -> w), backs off to bigram
+  bidirectional   argmax count(l1 _ r1 -> w), backs off to bigram
+  bidi-5          argmax count(l2 l1 _ r1 r2 -> w), backs off to bidirectional
+  markov          argmax P(w | l1) P(r1 | w) (add-0.01 smoothed bigrams): the exact posterior of
+                  the middle word under a bigram chain, backs off to unigram
+
+BERT masking leaves 10% of the masked words unchanged in the input (and puts a random word at
+another 10%), so each baseline also has a "+copy" variant: predict the word the input shows at
+the masked position when it is a word, else the baseline. The model can learn that too.
+
+    JAX_PLATFORMS=cpu python benchmarks/baselines_bert.py [--config=mini] [--config.KEY=VALUE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from tpubench import config as config_lib
+from workloads.bert import shakespeare
+
+N_SPECIAL = len(shakespeare.SPECIAL_TOKENS)
+
+
+def eval_set(config) -> tuple[shakespeare.ShakespeareCorpus, dict[str, np.ndarray]]:
+    """The corpus and the fixed eval examples exactly as the workload builds them."""
+    corpus = shakespeare.ShakespeareCorpus(int(config.model.vocab_size))
+    examples = shakespeare.eval_examples(
+        corpus, int(config.eval_samples), int(config.max_seq_length),
+        int(config.max_predictions_per_seq),
+    )
+    return corpus, examples
+
+
+def _neighbour(examples: dict[str, np.ndarray], offset: int) -> np.ndarray:
+    """The visible input token at masked position + offset ([PAD] outside the window)."""
+    ids = examples["input_ids"]
+    pos = examples["masked_lm_positions"] + offset
+    inside = (pos >= 0) & (pos < ids.shape[1])
+    got = np.take_along_axis(ids, np.clip(pos, 0, ids.shape[1] - 1), axis=1)
+    return np.where(inside, got, shakespeare.PAD)
+
+
+def _argmax_table(keys: np.ndarray, targets: np.ndarray) -> dict[int, int]:
+    """key -> the most frequent target after it (ties: lowest id); [UNK] targets ignored."""
+    keep = targets >= N_SPECIAL
+    keys, targets = keys[keep].astype(np.int64), targets[keep].astype(np.int64)
+    pairs, counts = np.unique(np.stack([keys, targets], 1), axis=0, return_counts=True)
+    # Sort by key, then count descending, then target ascending; first row per key wins.
+    order = np.lexsort((pairs[:, 1], -counts, pairs[:, 0]))
+    pairs = pairs[order]
+    first = np.r_[True, pairs[1:, 0] != pairs[:-1, 0]]
+    return dict(zip(pairs[first, 0].tolist(), pairs[first, 1].tolist(), strict=True))
+
+
+def _key(columns: list[np.ndarray], vocab: int) -> np.ndarray:
+    key = np.zeros(columns[0].shape, np.int64)
+    for col in columns:
+        key = key * vocab + col.astype(np.int64)
+    return key
+
+
+class CountModels:
+    """N-gram argmax tables over the training stream, queried with backoff."""
+
+    def __init__(self, tokens: np.ndarray, vocab: int):
+        self.vocab = vocab
+        t = tokens.astype(np.int64)
+        n = len(t)
+        self.unigram = int(np.argmax(np.bincount(t[t >= N_SPECIAL], minlength=vocab)))
+        # Windows (l2, l1, w, r1, r2) over the stream.
+        l2, l1, w, r1, r2 = (t[i:n - 4 + i] for i in range(5))
+        self.tables = {
+            "bigram": _argmax_table(_key([l1], vocab), w),
+            "trigram": _argmax_table(_key([l2, l1], vocab), w),
+            "bidirectional": _argmax_table(_key([l1, r1], vocab), w),
+            "bidi-5": _argmax_table(_key([l2, l1, r1, r2], vocab), w),
+        }
+        bigram = np.zeros((vocab, vocab), np.float64)
+        np.add.at(bigram, (t[:-1], t[1:]), 1.0)
+        bigram += 0.01
+        self.log_next = np.log(bigram / bigram.sum(1, keepdims=True))  # log P(next | prev)
+        self.log_next[:, :N_SPECIAL] = -np.inf  # never predict [UNK] or specials
+
+    def _lookup(self, name: str, columns: list[np.ndarray], fallback: np.ndarray) -> np.ndarray:
+        table = self.tables[name]
+        valid = np.all([c >= shakespeare.UNK for c in columns], axis=0)
+        valid &= np.all([c != shakespeare.MASK for c in columns]
+                        + [c != shakespeare.CLS for c in columns]
+                        + [c != shakespeare.SEP for c in columns], axis=0)
+        keys = _key(columns, self.vocab)
+        out = fallback.copy()
+        for idx in zip(*np.nonzero(valid), strict=True):
+            hit = table.get(int(keys[idx]))
+            if hit is not None:
+                out[idx] = hit
+        return out
+
+    def predict(self, examples: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every baseline's predictions, shaped like `masked_lm_ids`."""
+        l2, l1, r1, r2 = (_neighbour(examples, o) for o in (-2, -1, 1, 2))
+        uni = np.full(l1.shape, self.unigram, np.int64)
+        bigram = self._lookup("bigram", [l1], uni)
+        bidi = self._lookup("bidirectional", [l1, r1], bigram)
+
+        def word(x: np.ndarray) -> np.ndarray:
+            return (x >= shakespeare.UNK) & (x != shakespeare.MASK) & (x != shakespeare.CLS) & (
+                x != shakespeare.SEP)
+
+        scores = np.zeros(l1.shape + (self.vocab,))
+        scores += np.where(word(l1)[..., None], self.log_next[l1], 0.0)
+        scores += np.where(word(r1)[..., None], self.log_next[:, r1].transpose(1, 2, 0), 0.0)
+        markov = np.where(word(l1) | word(r1), np.argmax(scores, -1), uni)
+        return {
+            "most-frequent": np.full(l1.shape, N_SPECIAL, np.int64),
+            "unigram": uni,
+            "bigram": bigram,
+            "trigram": self._lookup("trigram", [l2, l1], bigram),
+            "bidirectional": bidi,
+            "bidi-5": self._lookup("bidi-5", [l2, l1, r1, r2], bidi),
+            "markov": markov,
+        }
+
+
+def accuracy(pred: np.ndarray, examples: dict[str, np.ndarray]) -> float:
+    """Masked-LM accuracy weighted by `masked_lm_weights`, as the workload's eval computes it."""
+    w = examples["masked_lm_weights"]
+    return float(((pred == examples["masked_lm_ids"]) * w).sum() / w.sum())
+
+
+def baselines(config) -> dict[str, float]:
+    """Name -> masked-word accuracy on `config`'s eval set, with and without "+copy"."""
+    corpus, examples = eval_set(config)
+    preds = CountModels(corpus.train_tokens, len(corpus.vocab)).predict(examples)
+    shown = _neighbour(examples, 0)
+    copy = shown >= N_SPECIAL
+    out = {}
+    for name, pred in preds.items():
+        out[name] = accuracy(pred, examples)
+        out[name + " +copy"] = accuracy(np.where(copy, shown, pred), examples)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="mini")
+    args, rest = parser.parse_known_args()
+    config = config_lib.load("bert", args.config, rest)
+    _, examples = eval_set(config)
+    print(f"bert/{args.config}: {int(examples['masked_lm_weights'].sum())} masked words in "
+          f"{len(examples['input_ids'])} eval windows")
+    for name, acc in baselines(config).items():
+        print(f"  {name:22s} {acc:.4f}")
+
+
+if __name__ == "__main__":
+    main()
