@@ -58,9 +58,9 @@ def _worker(repo_root, workdir, data_dir, processes: int) -> None:
 
 @pytest.mark.slow
 def test_two_processes_gather_every_eval_example_like_one_process(repo_root, tmp_path):
-    """Bites: `engine.gather_to_host` returning only this process's rows (the addressable
-    shards) hands each process 48 of the 96 padded rows (48 real on p0, 42 on p1): fails at
-    `rows` (48 != 96)."""
+    """Bites: `JitEngine.eval_to_host` keeping only this process's rows (the addressable shards)
+    instead of the all-gather compiled before run_start hands each process 48 of the 96 padded
+    rows (48 real on p0, 42 on p1): fails at `rows` (48 != 96)."""
     data_dir = tmp_path / "criteo"
     data_dir.mkdir()
     _write_days(data_dir, {0: 96, 23: EVAL_SAMPLES + 10})  # day 23 has rows beyond eval_samples

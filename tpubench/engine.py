@@ -17,20 +17,12 @@ import numpy as np
 from flax import jax_utils
 from flax import linen as nn
 from jax import lax
-from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from tpubench import mesh as mesh_lib
 from tpubench import perf, steps
 from tpubench.workload import Batch, Workload
-
-
-def gather_to_host(x: jax.Array) -> np.ndarray:
-    """A global array's full value on every host (per-example eval outputs)."""
-    if jax.process_count() > 1 and not x.is_fully_addressable:
-        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
-    return np.asarray(jax.device_get(x))
 
 
 class JitEngine:
