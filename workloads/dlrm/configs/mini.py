@@ -10,8 +10,8 @@ flights, fixed 90/10 split (294,611 train / 32,735 eval). Embedding dim 16, bott
 
 Baselines on the same split (benchmarks/baselines.py): constant 0.5 AUC; logistic regression
 on the 13 dense features 0.643; logistic regression on the dense + one-hot categorical features
-(sklearn liblinear, C=1) 0.818 (figure of the earlier docstring; the rerun did not finish on the
-loaded machine); GBT_LINE
+(sklearn liblinear, C=1) 0.8182; gradient-boosted trees (HistGradientBoosting on dense +
+target-encoded categoricals): not measured yet (its run did not finish on the loaded machine).
 
 Measured (JAX 0.10.2 CPU, evals every half epoch = 288 steps of 512), AUC at steps 288 ... 1,728:
     seed 0: 0.6877 0.7653 0.7825 0.8005 0.8049 0.8165 -> target 0.81 at step 1,728 (epoch 3)
@@ -19,7 +19,7 @@ Measured (JAX 0.10.2 CPU, evals every half epoch = 288 steps of 512), AUC at ste
 tests/test_dlrm.py asserts these steps (one eval of slack) under a step budget.
 
 KNOWN PROBLEM (issue 19 item 2, open): the target 0.81 sits BELOW the one-hot logistic
-regression (0.818), and the model does not beat it on this data: with the decay stretched over
+regression (0.8182), and the model does not beat it on this data: with the decay stretched over
 10 epochs (lr_decay_steps 5,754) the AUC peaked at 0.8178 at epoch 3 and then fell (0.8035,
 0.8110, 0.7924, 0.7990, 0.7905, 0.7911 at epochs 3.5-6): the 251,727-row `tailnum_date` and
 other near-unique tables overfit. The mini needs another feature set or dataset before its
