@@ -1,6 +1,6 @@
 """Harness overhead: the ResNet mini's train steps through tpubench vs a minimal jitted loop.
 
-Both train the same model with the same optimizer on the same digits batches from host memory.
+Both train the same model with the same optimizer on the same MNIST-5k batches from host memory.
 tpubench: `train_and_evaluate` (blocks of K steps under lax.scan, prefetch thread, metrics one
 block late, evals excluded via its train_s). Hand-written: `jax.jit(step)` called once per
 batch, one block_until_ready at the end. Runs alternate; we report the median of each and the
@@ -50,7 +50,7 @@ def hand_loop_examples_per_s(epochs: int) -> float:
         return optax.apply_updates(params, updates), ms, opt_state, loss
 
     n_steps = epochs * cfg.eval_every_samples // cfg.global_batch_size
-    it = input_pipeline.digits_train(cfg, 0, 0, 1)
+    it = input_pipeline.mnist5k_train(cfg, 0, 0, 1)
     batches = [next(it) for _ in range(n_steps)]
     rng = jax.random.PRNGKey(1)
     step(params, model_state, opt_state, batches[0], rng)[3].block_until_ready()  # compile

