@@ -1,4 +1,4 @@
-"""`tpubench infer resnet` end to end on the mini config (held-out digits) with the real LoadGen:
+"""`tpubench infer resnet` end to end on the mini config (held-out MNIST-5k digits) with the real LoadGen:
 the Offline quick profile is VALID, and accuracy mode on a training run's checkpoint reports the
 training run's own eval accuracy."""
 
@@ -23,7 +23,7 @@ def test_resnet_mini_offline_quick_is_valid_with_a_throughput(tmp_path, capsys):
     assert summary["modelled_on"] == "resnet50" and summary["mlperf_result"] is False
     assert summary["params"] == "random_init:seed=0"
     assert summary["samples_per_s"] > 50
-    assert summary["samples_per_query"] >= 360
+    assert summary["samples_per_query"] >= 1000
     assert "Offline performance: LoadGen VALID" in capsys.readouterr().out
 
 
@@ -78,16 +78,16 @@ def test_accuracy_mode_every_response_equals_the_direct_prediction(tmp_path):
     from tpubench.checkpoint import restore_variables
     from tpubench.infer import logs
 
-    cfg = config_lib.load("resnet", "mini", {"max_train_samples": 2 * 1437})
+    cfg = config_lib.load("resnet", "mini", {"max_train_samples": 2 * 4000})
     trained = train.train_and_evaluate(cfg, tmp_path / "train")
     rc = cli.main(["resnet", "--config=mini", "--scenario=Offline", "--mode=accuracy",
                    "--batch-sizes=32", f"--params={tmp_path / 'train'}",
                    f"--workdir={tmp_path / 'infer'}"])
     summary = json.loads((tmp_path / "infer" / "summary.json").read_text())
     assert rc == 0 and summary["accuracy_met"] is True
-    assert summary["accuracy_samples"] == 360 and summary["sut"]["batches_run"].keys() == {"32"}
+    assert summary["accuracy_samples"] == 1000 and summary["sut"]["batches_run"].keys() == {"32"}
     rows = logs.read_accuracy_log(tmp_path / "infer", np.dtype(np.int32), ())
-    responses = np.array([int(rows[i]) for i in range(360)])
+    responses = np.array([int(rows[i]) for i in range(1000)])
 
     workload = registry.create(config_lib.load("resnet", "mini", {}))
     params, state = (nn.unbox(v) for v in restore_variables(tmp_path / "train", workload))
@@ -98,14 +98,14 @@ def test_accuracy_mode_every_response_equals_the_direct_prediction(tmp_path):
     samples = load_eval_samples(workload)
     x = samples.inputs
     at32 = np.concatenate([np.asarray(logits(np.concatenate([x[i:i + 32], x[: 32 - len(
-        x[i:i + 32])]])))[: len(x[i:i + 32])] for i in range(0, 360, 32)])
+        x[i:i + 32])]])))[: len(x[i:i + 32])] for i in range(0, 1000, 32)])
     assert np.array_equal(responses, at32.argmax(-1))  # same executable size: exact
-    at1 = np.concatenate([np.asarray(logits(x[i:i + 1])) for i in range(360)])
+    at1 = np.concatenate([np.asarray(logits(x[i:i + 1])) for i in range(1000)])
     assert np.abs(at1 - at32).max() < CROSS_BATCH_TOL / 10  # the tolerance is grounded
     top2 = np.sort(at1, -1)[:, -2:]
     near_tie = (top2[:, 1] - top2[:, 0]) < CROSS_BATCH_TOL
     assert np.array_equal(responses[~near_tie], at1.argmax(-1)[~near_tie])
     flips = int(near_tie.sum())
-    assert abs(summary["accuracy"] - trained["final_quality"]) <= flips / 360 + 1e-9
+    assert abs(summary["accuracy"] - trained["final_quality"]) <= flips / 1000 + 1e-9
     assert summary["accuracy"] == pytest.approx(np.mean(responses == samples.labels))
-    assert summary["accuracy"] > 0.5  # it has learned: 0.719 measured, chance 0.1
+    assert summary["accuracy"] > 0.5  # it has learned: 0.650 at step 250 (seed 0), chance 0.1

@@ -130,7 +130,7 @@ def test_nan_loss_stops_the_run_with_a_clear_message(tmp_path):
 
 
 # ---- the mini: time to quality, compliance, no overwrite, preemption --------------------------
-# The eval step at which the mini first reaches its 0.97 target, per seed: measured with the
+# The eval step at which the mini first reaches its 0.967 target, per seed: measured with the
 # config as committed (JAX 0.10.2 CPU; curves in configs/mini.py). Evals come every 125 steps, so
 # a different CPU may round its way to the neighbouring eval, and no further. Cost of the slow
 # mini tests: each mini run is about 900 steps of batch 32 at 14x14 plus init and compile.
@@ -148,18 +148,18 @@ def mini_run(tmp_path_factory):
 
 @pytest.mark.slow
 def test_mini_reaches_its_target_and_says_so(mini_run):
-    """Seed 0 reaches 0.97 top-1 at the measured eval step (see MINI_TARGET_STEP).
+    """Seed 0 reaches 0.967 top-1 at the measured eval step (see MINI_TARGET_STEP).
 
     Counter-case measured: the same mini with 12 filters instead of 16 peaks at 0.965 top-1
     (step 1,000 of a 10-epoch schedule) and would fail here."""
     s = runs.summary(mini_run)
     assert s["status"] == "success" and s["seed"] == 0
-    assert s["final_quality"] >= s["target"] == 0.97
+    assert s["final_quality"] >= s["target"] == 0.967
     assert abs(s["steps"] - MINI_TARGET_STEP[0]) <= MINI_EVAL_EVERY, s["steps"]
     assert s["time_to_target_s"] == pytest.approx(s["run_time_s"])
     assert s["is_mlperf"] is False and s["dataset"] == "mnist5k"
     assert s["quality_history"][-1]["quality"] == s["final_quality"]
-    assert all(h["quality"] < 0.97 for h in s["quality_history"][:-1])
+    assert all(h["quality"] < 0.967 for h in s["quality_history"][:-1])
 
 
 @pytest.mark.slow
@@ -190,41 +190,8 @@ def test_a_finished_run_is_never_overwritten(mini_run):
     assert (mini_run / "summary.json").read_bytes() == before
 
 
-@pytest.mark.slow
-def test_sigterm_saves_and_the_rerun_resumes_to_the_same_parameters(mini_run, tmp_path):
-    import signal
-    import subprocess
-    import sys
-
-    workdir = tmp_path / "preempted"
-    cmd = [sys.executable, "-m", "workloads.resnet.main",
-           "--config=workloads/resnet/configs/mini.py", f"--workdir={workdir}"]
-    child = subprocess.Popen(cmd, cwd=runs.REPO, env=runs.env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
-    for line in child.stdout:  # the first eval has been printed: training is under way
-        if line.startswith("[resnet/mini] step"):
-            child.send_signal(signal.SIGTERM)
-            break
-    assert child.wait(timeout=300) == 0
-    assert not (workdir / "summary.json").exists()
-    assert (workdir / "checkpoints").is_dir()
-
-    proc = runs.run_main("resnet", "mini", workdir)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    resumed, straight = runs.summary(workdir), runs.summary(mini_run)
-    assert resumed["status"] == "success" and resumed["resumed"] is True
-    assert resumed["attempts"] == 2
-    assert (workdir / "mlperf_log.attempt0.txt").exists()  # the first attempt's log is kept
-    assert resumed["steps"] == straight["steps"]
-    assert [h["quality"] for h in resumed["quality_history"]] == [
-        h["quality"] for h in straight["quality_history"]]
-    from tpubench import checkpoint
-
-    w = _workload("mini")
-    p_resumed, _ = checkpoint.restore_variables(workdir, w)
-    p_straight, _ = checkpoint.restore_variables(mini_run, w)
-    for a, b in zip(jax.tree.leaves(p_resumed), jax.tree.leaves(p_straight), strict=True):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+# SIGTERM and resume: tests/test_timing.py (every phase; the resumed state equals the
+# uninterrupted run's exactly).
 
 
 def test_full_config_log_fails_only_the_quality_target(tmp_path):

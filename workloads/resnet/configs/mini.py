@@ -9,11 +9,15 @@ Baselines on the same split and pixels (benchmarks/baselines.py): 1-NN 0.945, 3-
 5-NN 0.930, RBF SVC 0.951 (C=1) and 0.957 (C=10), logistic regression 0.905. The sklearn 8x8
 digits, the previous mini, could not tell a ResNet from 3-NN (0.986 vs 0.981), hence this data.
 
-Target: 0.97 top-1 on the 1,000 held-out digits (1.3 points above the best baseline).
+Target: 0.967 top-1 on the 1,000 held-out digits: 1.0 point (10 digits) above the strongest
+baseline, the RBF SVC at 0.957, and below the model's plateau (0.969-0.974 after the target is
+first reached, both seeds), so a CPU that rounds a few logits differently still reaches it at
+the same eval. (0.97 would sit on that plateau: 1-2 digits of margin at the first crossing.)
 Measured (JAX 0.10.2 CPU, `train_and_evaluate` with the target out of reach; evals every
 epoch = 125 steps of 32), top-1 at steps 125, 250, ..., 1,000:
     seed 0: 0.420 0.650 0.871 0.934 0.957 0.971 0.970 0.972 -> target at step 750 (epoch 6)
     seed 1: 0.248 0.255 0.886 0.942 0.951 0.958 0.972 0.970 -> target at step 875 (epoch 7)
+(the same steps for a target of 0.967 or 0.97).
 The same model with 12 filters (10-epoch schedule) peaked at 0.965 (step 1,000): below target.
 tests/test_resnet.py asserts these steps (one eval of slack) under a 1,500-step budget.
 Step counts are deterministic for a seed; wall time was not measured on a quiet machine (the
@@ -52,7 +56,7 @@ def get_config() -> ml_collections.ConfigDict:
         "weight_decay": 1e-4,
         "epsilon": 0.0,
     })
-    c.target_value = 0.97
+    c.target_value = 0.967
     c.eval_every_samples = 125 * 32  # 1 epoch (125 steps of 32)
     c.max_train_samples = 12 * c.train_samples  # step budget: 1,500 steps
     c.steps_per_dispatch = 1  # XLA:CPU runs convs in a lax.scan ~4x slower: benchmarks/README
