@@ -1,6 +1,6 @@
-"""`tpubench infer resnet` end to end on the mini config (held-out MNIST-5k digits) with the real LoadGen:
-the Offline quick profile is VALID, and accuracy mode on a training run's checkpoint reports the
-training run's own eval accuracy."""
+"""`tpubench infer resnet` end to end on the mini config (held-out MNIST-5k digits) with the
+real LoadGen: the Offline quick profile is VALID, and accuracy mode on a training run's
+checkpoint reports the training run's own eval accuracy."""
 
 from __future__ import annotations
 
