@@ -10,8 +10,7 @@ reference's international tokenization, `workloads.transformer.workload.corpus_b
 * word-by-word: each source word replaced by the English word it co-occurs with most (Dice
   coefficient over the training pairs' word sets), unknown words copied;
 * retrieval: the English side of the training pair whose German side is most similar (cosine of
-  TF-IDF word uni+bigram vectors), i.e. 1-nearest-neighbour translation;
-* retrieval + word-by-word oracle length is not used: every baseline sees only the source.
+  TF-IDF word uni+bigram vectors), i.e. 1-nearest-neighbour translation.
 
 Prints one line per baseline with its BLEU; the mini config's docstring quotes them.
 """

@@ -274,7 +274,7 @@ def test_beam_search_equals_brute_force_search_on_a_random_model():
     """With a beam wide enough to keep every live prefix, beam search must return the
     exhaustive optimum of log P / length penalty; a narrow beam may not, but never scores
     above it. Bites: dividing by length_penalty(index) instead of (index + 1) for finished
-    hypotheses, or keeping `beam` instead of 2*beam candidates, changes the results."""
+    hypotheses, or keeping beam + 1 instead of 2 * beam candidates, changes the results."""
     vocab, max_len, eos, alpha = 4, 4, 1, 0.6
     logprobs, fn = _random_prefix_model(vocab, max_len)
     batch, beam = 3, (vocab - 1) ** (max_len - 1)
@@ -553,13 +553,25 @@ def test_transformer_is_registered():
     assert registry.workload_class("transformer") is TransformerWorkload
 
 
+# Eval point (step) at which the mini first reaches its target, per seed: measured with
+# runs of this config on CPU (deterministic there); see configs/mini.py.
+MINI_TARGET_STEP = {0: 270, 1: 270}
+
+
 @pytest.mark.slow
-def test_mini_reaches_its_bleu_target_on_multi30k(shared_data_dir, tmp_path):
-    """The mini time-to-quality run (minutes on 2 shared CPU cores; see configs/mini.py)."""
-    c = _config("mini", data_dir=str(shared_data_dir), cache_dir=str(tmp_path / "cache"))
+@pytest.mark.parametrize("seed", sorted(MINI_TARGET_STEP))
+def test_mini_reaches_its_bleu_target_at_the_measured_step(seed, shared_data_dir, tmp_path):
+    """The mini time-to-quality run, bounded in steps (no wall-clock budget): each seed reaches
+    the target at its measured eval point, within one eval point (90 steps), and the log passes
+    the official checker. Bites: a learning rate of 1.0 (half) reaches the target later than
+    one eval point after the measured step (or not within the budget)."""
+    c = _config("mini", seed=seed, data_dir=str(shared_data_dir), cache_dir=str(tmp_path / "c"))
+    assert c.max_time_s == 0.0
+    TransformerWorkload(c).prepare()
     summary = train.train_and_evaluate(c, tmp_path / "run")
     assert summary["status"] == "success", summary["quality_history"]
+    every = c.eval_every_samples // c.global_batch_size
+    assert abs(summary["steps"] - MINI_TARGET_STEP[seed]) <= every, summary["quality_history"]
     assert summary["final_quality"] >= c.target_value
     result = mllog.check_compliance(tmp_path / "run" / "mlperf_log.txt")
-    # Everything passes but the ruleset's WMT threshold (BLEU 0.25), which is not this target.
-    assert not result.valid and result.failed_checks() == QUALITY_FAILURE, result.output
+    assert result.valid, result.output
