@@ -60,7 +60,8 @@ def test_prepare_writes_the_mini_data_once_with_its_counts(shared_data_dir, tmp_
 
 
 def test_a_run_without_prepared_data_fails_before_any_compute(shared_data_dir, tmp_path):
-    """Bites: preparing lazily inside the run (the old behaviour) makes the run start."""
+    """Bites: preparing on demand inside the run (manifest() calling prepare(), as the old
+    tokenizer cache did) lets the run start and write its log."""
     c = _mini(shared_data_dir, tmp_path / "empty_cache")
     with pytest.raises(UsageError, match="tpubench prepare transformer --config=mini"):
         train.train_and_evaluate(c, tmp_path / "run")

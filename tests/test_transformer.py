@@ -114,6 +114,8 @@ def test_rsqrt_schedule_warms_up_linearly_then_decays_as_inverse_sqrt():
 
 
 def test_loss_is_label_smoothed_cross_entropy_over_non_pad_tokens():
+    """Loss and token accuracy over the non-pad targets only. Bites: counting padded positions
+    in the accuracy (dividing by all tokens) fails the accuracy check."""
     workload = TransformerWorkload(_config("smoke", dropout_rate=0.0, attention_dropout_rate=0.0))
     params = nn.meta.unbox(workload.init(jax.random.PRNGKey(0))[0])
     batch = workload.synthetic_batch(jax.random.PRNGKey(1), 2)
@@ -123,7 +125,8 @@ def test_loss_is_label_smoothed_cross_entropy_over_non_pad_tokens():
     soft = optax.smooth_labels(jax.nn.one_hot(batch["targets"], 256), 0.1)
     expected = optax.softmax_cross_entropy(logits, soft)[:, :20].mean()
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
-    assert 0.0 <= metrics["accuracy"] <= 1.0
+    hits = (jnp.argmax(logits, -1) == batch["targets"])[:, :20]
+    np.testing.assert_allclose(metrics["accuracy"], hits.mean(), rtol=1e-6)
 
 
 # ---- packing and batches -----------------------------------------------------------------------
@@ -563,8 +566,8 @@ MINI_TARGET_STEP = {0: 270, 1: 270}
 def test_mini_reaches_its_bleu_target_at_the_measured_step(seed, shared_data_dir, tmp_path):
     """The mini time-to-quality run, bounded in steps (no wall-clock budget): each seed reaches
     the target at its measured eval point, within one eval point (90 steps), and the log passes
-    the official checker. Bites: a learning rate of 1.0 (half) reaches the target later than
-    one eval point after the measured step (or not within the budget)."""
+    the official checker. Not yet bitten on purpose (two runs take ~20 min on the shared CPU);
+    the steps come from runs of this exact config with target 0.99 (configs/mini.py)."""
     c = _config("mini", seed=seed, data_dir=str(shared_data_dir), cache_dir=str(tmp_path / "c"))
     assert c.max_time_s == 0.0
     TransformerWorkload(c).prepare()
