@@ -14,10 +14,11 @@ from flax import linen as nn
 from tpubench import config as config_lib
 from tpubench import mllog, registry, steps, train
 from tpubench.errors import UsageError
-from workloads.transformer import decode, download_multi30k
+from workloads.transformer import decode, download_multi30k, prepared
 from workloads.transformer import input_pipeline as ip
 from workloads.transformer import model as transformer_model
-from workloads.transformer.workload import TransformerWorkload, rsqrt_schedule
+from workloads.transformer import subtokenizer as sub
+from workloads.transformer.workload import TransformerWorkload, corpus_bleu, rsqrt_schedule
 
 QUALITY_FAILURE = [
     "WARNING -  Failed checks for eval_accuracy : v['value'] >= 0.2500 and v['value'] < 1",
@@ -32,14 +33,28 @@ def _config(name, **overrides):
 
 
 @pytest.fixture(scope="module")
+def mini_workload(shared_data_dir, cache_dir):
+    """The mini config with its Multi30k data prepared."""
+    return _prepared("mini", data_dir=str(shared_data_dir), cache_dir=cache_dir)
+
+
+@pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory):
-    """One tokenizer cache for the module (each distinct corpus trains its model once)."""
+    """One prepared-data cache for the module (each distinct config prepares once)."""
     return str(tmp_path_factory.mktemp("transformer_cache"))
+
+
+def _prepared(name, **overrides):
+    """A workload of config `name` whose data is prepared (`tpubench prepare`'s hook)."""
+    workload = TransformerWorkload(_config(name, **overrides))
+    workload.prepare()
+    return workload
 
 
 def _one_train_and_eval_step(workload):
     """One jitted optimizer step on the first real batch, then one eval batch through
-    eval_step and eval_finalize; returns (loss before, loss after, bleu, batch)."""
+    eval_step and eval_finalize; returns (loss before, loss after, bleu, batch, gathered eval
+    results, (trained params, first eval batch))."""
     params, model_state = workload.init(jax.random.PRNGKey(0))
     params = nn.meta.unbox(params)
     tx = workload.optimizer()
@@ -63,7 +78,9 @@ def _one_train_and_eval_step(workload):
         results["example_id"].append(np.asarray(out["example_id"]))
         results["mask"].append(eb["mask"])
     results = {k: np.concatenate(v) for k, v in results.items()}
-    return float(loss0), float(loss1), workload.eval_finalize(results), batch
+    first = next(workload.eval_batches(0, 1))
+    return (float(loss0), float(loss1), workload.eval_finalize(results), batch, results,
+            (new_params, first))
 
 
 # ---- the full model ----------------------------------------------------------------------------
@@ -97,6 +114,8 @@ def test_rsqrt_schedule_warms_up_linearly_then_decays_as_inverse_sqrt():
 
 
 def test_loss_is_label_smoothed_cross_entropy_over_non_pad_tokens():
+    """Loss and token accuracy over the non-pad targets only. Bites: counting padded positions
+    in the accuracy (dividing by all tokens) fails the accuracy check."""
     workload = TransformerWorkload(_config("smoke", dropout_rate=0.0, attention_dropout_rate=0.0))
     params = nn.meta.unbox(workload.init(jax.random.PRNGKey(0))[0])
     batch = workload.synthetic_batch(jax.random.PRNGKey(1), 2)
@@ -106,7 +125,8 @@ def test_loss_is_label_smoothed_cross_entropy_over_non_pad_tokens():
     soft = optax.smooth_labels(jax.nn.one_hot(batch["targets"], 256), 0.1)
     expected = optax.softmax_cross_entropy(logits, soft)[:, :20].mean()
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
-    assert 0.0 <= metrics["accuracy"] <= 1.0
+    hits = (jnp.argmax(logits, -1) == batch["targets"])[:, :20]
+    np.testing.assert_allclose(metrics["accuracy"], hits.mean(), rtol=1e-6)
 
 
 # ---- packing and batches -----------------------------------------------------------------------
@@ -121,7 +141,7 @@ def _toy_pairs(n=50, seed=0):
 def test_packing_fits_rows_and_keeps_every_pair_once_per_epoch():
     pairs = _toy_pairs()
     kept = ip.keep_indices(pairs, 16)
-    rows = ip.epoch_rows(pairs, kept, seed=0, epoch=0, max_len=16)
+    rows = ip.pack_rows(pairs, np.random.default_rng(0).permutation(kept), 16)
     assert sorted(i for row in rows for i in row) == sorted(kept.tolist())
     packed = ip.build_packed(pairs, rows, 16)
     for r, row in enumerate(rows):
@@ -142,18 +162,41 @@ def test_long_pairs_are_discarded():
 
 
 def test_train_batches_are_a_function_of_seed_and_step():
+    """Bites: seeding the epoch order by epoch only (not seed) fails the seed check; resuming
+    at step 7 from epoch 0 fails the resume check."""
     pairs = _toy_pairs()
+    kept = ip.keep_indices(pairs, 16)
+    rows = [np.asarray(r) for r in ip.pack_rows(pairs, kept, 16)]
     c = _config("smoke", max_len=16, global_batch_size=4)
-    stream = ip.train_batches(pairs, c, 0, 0, 1)
+    stream = ip.train_batches(pairs, rows, c, 0, 0, 1)
     first = [next(stream) for _ in range(12)]  # crosses an epoch boundary
-    resumed = ip.train_batches(pairs, c, 7, 0, 1)
+    assert len(rows) // 4 < 12
+    resumed = ip.train_batches(pairs, rows, c, 7, 0, 1)
     for expected in first[7:]:
         got = next(resumed)
         for k in expected:
             np.testing.assert_array_equal(got[k], expected[k])
-    halves = [next(ip.train_batches(pairs, c, 3, p, 2))["inputs"] for p in (0, 1)]
+    halves = [next(ip.train_batches(pairs, rows, c, 3, p, 2))["inputs"] for p in (0, 1)]
     np.testing.assert_array_equal(np.concatenate(halves), first[3]["inputs"])
-    assert not np.array_equal(first[0]["inputs"], first[1]["inputs"])
+    other_seed = next(ip.train_batches(pairs, rows, _config("smoke", max_len=16,
+                                                            global_batch_size=4, seed=1), 0, 0, 1))
+    assert not np.array_equal(first[0]["inputs"], other_seed["inputs"])
+    # An epoch is every prepared row once (the last partial batch dropped).
+    n = len(rows) // 4
+    seen = sorted(tuple(r) for b in first[:n] for r in b["inputs"].tolist())
+    expected_rows = ip.build_packed(pairs, [r.tolist() for r in rows], 16)["inputs"].tolist()
+    assert set(seen) <= {tuple(r) for r in expected_rows} and len(set(seen)) == 4 * n
+
+
+def test_eval_batches_never_truncate_and_refuse_a_short_width():
+    """Bites: truncating long sources (the old behaviour) fails the equality."""
+    sources = [np.arange(3, 3 + k, dtype=np.int32) for k in (5, 40, 2)]
+    batches = list(ip.eval_batches(sources, 2, 40, 0, 1))
+    rows = np.concatenate([b["inputs"] for b in batches])
+    for i, src in enumerate(sources):
+        np.testing.assert_array_equal(rows[i, : len(src)], src)
+    with pytest.raises(UsageError, match="never truncated"):
+        list(ip.eval_batches(sources, 2, 39, 0, 1))
 
 
 # ---- beam search -------------------------------------------------------------------------------
@@ -200,14 +243,131 @@ def test_beam_search_finds_the_sequence_greedy_misses(beam, expected):
     np.testing.assert_allclose(scores, np.log(p) / decode.length_penalty(2, 0.6), rtol=1e-4)
 
 
+def _random_prefix_model(vocab, max_len, seed=0):
+    """A decoder whose next-token distribution is a random function of the whole prefix: the
+    cache carries a code of the prefix, logits = table[code]."""
+    table = jax.random.normal(jax.random.PRNGKey(seed), ((vocab + 1) ** (max_len + 2), vocab)) * 2
+
+    def tokens_to_logits(ids, cache):
+        code = cache["code"] * (vocab + 1) + ids[:, 0] + 1
+        return table[code], {"code": code, "index": cache["index"] + 1}
+
+    return np.asarray(jax.nn.log_softmax(table)), tokens_to_logits
+
+
+def _brute_force(logprobs, vocab, max_len, eos, alpha, batch_offset):
+    """Best EOS-terminated sequence over every sequence of length <= max_len (exhaustive)."""
+    import itertools
+
+    best = (-np.inf, None)
+    for k in range(1, max_len + 1):
+        for body in itertools.product([t for t in range(vocab) if t != eos], repeat=k - 1):
+            seq, code, total = list(body) + [eos], batch_offset, 0.0
+            code = code * (vocab + 1) + 0 + 1  # the start token
+            for t in seq:
+                total += logprobs[code, t]
+                code = code * (vocab + 1) + t + 1
+            score = total / float(decode.length_penalty(k, alpha))
+            if score > best[0]:
+                best = (score, seq)
+    return best
+
+
+def test_beam_search_equals_brute_force_search_on_a_random_model():
+    """With a beam wide enough to keep every live prefix, beam search must return the
+    exhaustive optimum of log P / length penalty; a narrow beam may not, but never scores
+    above it. Bites: dividing by length_penalty(index) instead of (index + 1) for finished
+    hypotheses, or keeping beam + 1 instead of 2 * beam candidates, changes the results."""
+    vocab, max_len, eos, alpha = 4, 4, 1, 0.6
+    logprobs, fn = _random_prefix_model(vocab, max_len)
+    batch, beam = 3, (vocab - 1) ** (max_len - 1)
+    # Example b starts from prefix code b (so the three examples see different models).
+    for width in (beam, 2):
+        cache = {"code": jnp.repeat(jnp.arange(batch), width), "index": jnp.zeros([], jnp.int32)}
+        seqs, scores = jax.jit(lambda c, w=width: decode.beam_search(
+            fn, c, batch_size=batch, beam_size=w, max_decode_len=max_len, eos_id=eos,
+            alpha=alpha))(cache)
+        for b in range(batch):
+            score, seq = _brute_force(logprobs, vocab, max_len, eos, alpha, b)
+            if width == beam:
+                assert np.asarray(seqs)[b, : len(seq)].tolist() == seq
+                np.testing.assert_allclose(scores[b], score, rtol=1e-5)
+            else:
+                assert float(scores[b]) <= score + 1e-5
+
+
 # ---- BLEU -------------------------------------------------------------------------------------
-def test_bleu_of_the_references_own_tokens_is_one_in_any_batch_order(shared_data_dir, cache_dir):
-    c = _config("mini", data_dir=str(shared_data_dir), cache_dir=cache_dir)
-    workload = TransformerWorkload(c)
-    pairs = workload.eval_pairs()
-    n, width = len(pairs.targets), max(len(t) for t in pairs.targets)
+def _reference_bleu(refs, hyps):
+    """MLPerf v0.7 compute_bleu.py, written out from its description: lowercase, split around
+    Unicode punctuation (not between digits) and symbols, corpus BLEU-4 with brevity penalty and
+    1 / (2^k * candidates) for an order without matches. Returns BLEU as a fraction."""
+    import collections
+    import math
+    import sys
+    import unicodedata
+
+    def chars(prefix):
+        return "".join(chr(x) for x in range(sys.maxunicode)
+                       if unicodedata.category(chr(x)).startswith(prefix))
+
+    import re
+
+    punct, symbols = chars("P"), chars("S")
+    nondigit_punct = re.compile(r"([^\d])([" + re.escape(punct) + r"])")
+    punct_nondigit = re.compile(r"([" + re.escape(punct) + r"])([^\d])")
+    symbol = re.compile("([" + re.escape(symbols) + "])")
+
+    def tokenize(text):
+        text = nondigit_punct.sub(r"\1 \2 ", text.lower())
+        text = punct_nondigit.sub(r" \1 \2", text)
+        return symbol.sub(r" \1 ", text).split()
+
+    matches, possible, ref_len, hyp_len = [0] * 4, [0] * 4, 0, 0
+    for ref, hyp in zip(refs, hyps, strict=True):
+        r, h = tokenize(ref), tokenize(hyp)
+        ref_len, hyp_len = ref_len + len(r), hyp_len + len(h)
+        for n in range(1, 5):
+            rc = collections.Counter(tuple(r[i : i + n]) for i in range(len(r) - n + 1))
+            hc = collections.Counter(tuple(h[i : i + n]) for i in range(len(h) - n + 1))
+            matches[n - 1] += sum(min(c, hc[g]) for g, c in rc.items())
+            possible[n - 1] += sum(hc.values())
+    precisions, smooth = [], 1.0
+    for m, p in zip(matches, possible, strict=True):
+        if m:
+            precisions.append(m / p)
+        else:
+            smooth *= 2
+            precisions.append(1.0 / (smooth * p))
+    geo = math.exp(sum(math.log(p) for p in precisions) / 4)
+    ratio = hyp_len / ref_len
+    return geo * (1.0 if ratio >= 1 else math.exp(1 - 1 / ratio))
+
+
+BLEU_REFS = ["„Das ist gut“, sagte er.", "Der Preis: 1.000,50 $ (inkl. 19% MwSt.)!",
+             "Sie kamen am 3. Mai 2014 an.", "Ein Hund läuft über die Wiese."]
+BLEU_HYPS = ["„das ist gut“ sagte er.", "Der Preis: 1.000,50 $ inkl. MwSt!",
+             "Sie kamen im Mai 2014.", "Ein Hund rennt auf der Wiese."]
+
+
+def test_bleu_is_the_reference_compute_bleu():
+    """The workload's BLEU (sacreBLEU, tokenize="intl", uncased) equals the reference's
+    compute_bleu.py on German text with quotes, numbers and symbols, and differs from 13a
+    there. Bites: tokenize="13a" (the old setting) or lowercase=False."""
+    expected = _reference_bleu(BLEU_REFS, BLEU_HYPS)
+    np.testing.assert_allclose(corpus_bleu(BLEU_HYPS, BLEU_REFS), expected, rtol=1e-6)
+    assert abs(corpus_bleu(BLEU_HYPS, BLEU_REFS, "13a") - expected) > 0.01
+    assert _config("full").bleu_tokenize == _config("mini").bleu_tokenize == "intl"
+
+
+def test_eval_finalize_scores_translations_in_example_order(mini_workload):
+    """Perfect translations score 1 in any batch order with padding rows; translations shifted
+    by one example score near 0. Bites: ignoring example_id (scoring in batch order)."""
+    workload = mini_workload
+    _, refs = workload.eval_data()
+    targets = workload.tokenizer().encode([r.lower() for r in refs])
+    n, width = len(targets), max(len(t) for t in targets)
     decoded = np.zeros((n + 3, width), np.int32)
-    for i, t in enumerate(pairs.targets):
+    for i, t in enumerate(targets):
         decoded[i, : len(t)] = t
     perm = np.random.default_rng(0).permutation(n + 3)  # 3 padding rows, shuffled in
     results = {"decoded": decoded[perm], "example_id": np.minimum(perm, n - 1),
@@ -217,14 +377,58 @@ def test_bleu_of_the_references_own_tokens_is_one_in_any_batch_order(shared_data
     assert workload.eval_finalize(results) < 0.1
 
 
-def test_mini_train_samples_is_the_packed_rows_of_an_epoch(shared_data_dir, cache_dir):
-    c = _config("mini", data_dir=str(shared_data_dir), cache_dir=cache_dir)
-    workload = TransformerWorkload(c)
-    pairs = ip.tokenize_pairs(workload.tokenizer(), workload._train_text(), c.lowercase)
-    kept = ip.keep_indices(pairs, c.max_len)
-    assert len(kept) == 29000  # Multi30k captions all fit 64 subwords: nothing discarded
-    rows = ip.epoch_rows(pairs, kept, c.seed, 0, c.max_len)
-    assert abs(len(rows) - c.train_samples) / c.train_samples < 0.01
+# ---- the reference's subword vocabulary ----------------------------------------------------------
+MADE_VOCAB = ["<pad>_", "<EOS>_", "the_", "cat", "s_", "._", "\\", "_", ";", "u",
+              "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "c", "e", "h", "s", "t", "."]
+
+
+def test_reference_vocab_file_gives_the_reference_ids(tmp_path):
+    """A vocab file in the reference's format: ids are line numbers, tokens split at
+    alphanumeric boundaries with single spaces dropped, each token ends in "_", longest match
+    first, unknown characters escaped as \\NNN;. Expected ids worked out by hand.
+    Bites: shortest-match-first, or keeping the single-space tokens, or 1-based ids."""
+    path = tmp_path / "vocab.made"
+    path.write_text("".join(f"'{s}'\n" for s in MADE_VOCAB), encoding="utf-8")
+    tok = sub.Subtokenizer(path)
+    ids = {s: i for i, s in enumerate(MADE_VOCAB)}
+    # "the cats." -> the_ | cat s_ | ._
+    assert tok.encode_one("the cats.") == [ids["the_"], ids["cat"], ids["s_"], ids["._"]]
+    # "hä" -> h, \228; (ä is not in the alphabet), _
+    want = [ids["h"], ids["\\"], ids["2"], ids["2"], ids["8"], ids[";"], ids["_"]]
+    assert tok.encode_one("hä") == want
+    assert tok.decode_one(tok.encode_one("the cats. hä")) == "the cats. hä"
+    rows = np.zeros((1, 9), np.int32)
+    rows[0, :5] = tok.encode(["the cats."])[0]
+    assert tok.decode(rows) == ["the cats."]
+
+
+def test_reference_vocab_build_and_sampling():
+    """build(): reserved ids 0/1, every character of the corpus, a frequent word as one
+    subtoken, counts below min_count left out, every line round-trips. sample_lines keeps one
+    line, skips size // (2 * limit), until the budget is spent.
+    Bites: dropping the alphabet from the candidates, or min_count compared with > instead of
+    >=, fails."""
+    lines = ["the cat sat on the mat.", "the dog ate the hat!", "a cat, the cat."] * 3
+    counts = sub.count_tokens(lines)
+    assert counts["the"] == 15 and counts[" "] == 0 and counts[", "] == 3
+    vocab = sub.build(counts, min_count=6)
+    assert vocab[:2] == ["<pad>_", "<EOS>_"]
+    assert set("".join(lines)) <= set(vocab)
+    assert "the_" in vocab and "cat_" in vocab and "dog_" not in vocab
+    built = sub.build(counts, min_count=3)
+    assert "dog_" in built  # 3 occurrences reach min_count=3
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        sub.save(vocab, f"{d}/v")
+        tok = sub.Subtokenizer(f"{d}/v")
+        assert tok.vocab_size == len(vocab)
+        for line in lines:
+            assert tok.decode_one(tok.encode_one(line)) == line
+        assert tok.encode_one("the")[0] == vocab.index("the_")
+    sample = list(sub.sample_lines([f"line{i}" for i in range(20)], file_chars=40, byte_limit=10))
+    # skip 2 lines, keep 1; the budget (10) runs out only after it goes negative
+    assert sample == ["line2", "line5", "line8"]
 
 
 # ---- smoke on every data source ---------------------------------------------------------------
@@ -236,27 +440,67 @@ def test_smoke_synthetic_runs_through_the_harness(tmp_path):
 
 
 def test_smoke_multi30k_train_and_eval_step(shared_data_dir, cache_dir):
-    c = _config("smoke", data_source="multi30k", data_dir=str(shared_data_dir),
-                cache_dir=cache_dir, eval_split="test", eval_samples=1000, eval_batch_size=500,
-                learning_rate=20.0, max_len=96)
-    loss0, loss1, bleu, batch = _one_train_and_eval_step(TransformerWorkload(c))
-    assert batch["inputs"].shape == (4, 96) and batch["targets_segmentation"].max() >= 2
+    """One step on prepared Multi30k, then the whole test split through eval_step: every
+    example decoded once, BLEU is that of the gathered translations in example order, and a
+    source decodes the same wherever it sits in a batch. Bites: letting padding rows or
+    neighbours leak into beam search (e.g. dropping the encoder's source mask) fails the last
+    check; scoring in batch order fails the BLEU check."""
+    workload = _prepared("smoke", data_source="multi30k", data_dir=str(shared_data_dir),
+                         cache_dir=cache_dir, eval_split="test", eval_batch_size=500,
+                         learning_rate=20.0, max_len=160)
+    loss0, loss1, bleu, batch, results, (params, first) = _one_train_and_eval_step(workload)
+    assert batch["inputs"].shape == (4, 160) and batch["targets_segmentation"].max() >= 2
     assert np.isfinite(loss0) and loss1 < loss0
-    assert 0.0 <= bleu < 0.05  # one step of a 16-wide model translates nothing
+    keep = results["mask"] > 0
+    assert sorted(results["example_id"][keep].tolist()) == list(range(1000))
+    _, refs = workload.eval_data()
+    order = np.argsort(results["example_id"][keep])
+    hyps = workload.tokenizer().decode(results["decoded"][keep][order])
+    assert bleu == corpus_bleu(hyps, refs)
+    flipped = {k: v[::-1].copy() for k, v in first.items()}
+    again = jax.jit(workload.eval_step)(params, {}, flipped)
+    np.testing.assert_array_equal(np.asarray(again["decoded"])[::-1],
+                                  results["decoded"][: len(first["mask"])])
 
 
-def test_smoke_tfds_mock_data_train_and_eval_step(cache_dir):
+def test_full_pipeline_prepares_and_trains_on_tfds_mock_data(cache_dir):
+    """The full config's data path (three WMT corpora, the reference's vocabulary built from
+    samples of the six corpus files, newstest2014) under tfds mock data, with a tiny model:
+    the manifest counts what was read, the vocabulary is the reference format, the run is open
+    division (built vocabulary), and one step trains. Bites: reading one corpus only, or
+    treating the built vocabulary as closed, fails."""
     import tensorflow_datasets as tfds
 
-    c = _config("smoke", data_source="tfds", cache_dir=cache_dir, tokenizer_max_chars=2000,
-                eval_samples=40, eval_batch_size=20, learning_rate=20.0)
+    c = _config("full", data_source="tfds", cache_dir=cache_dir, emb_dim=16, num_heads=2,
+                num_layers=1, mlp_dim=32, dtype="float32", max_len=48, global_batch_size=4,
+                eval_batch_size=20, learning_rate=20.0, max_decode_len=8, beam_size=2)
     with tfds.testing.mock_data(num_examples=40):
         workload = TransformerWorkload(c)
-        loss0, loss1, bleu, batch = _one_train_and_eval_step(workload)
-        assert len(workload.eval_pairs().references) == 40
-    assert batch["inputs"].shape == (4, 32)
+        workload.prepare()
+        manifest = workload.manifest()
+        loss0, loss1, bleu, batch, results, _ = _one_train_and_eval_step(workload)
+    assert manifest["train_corpus_pairs"] == [40, 40, 40]
+    assert manifest["eval_examples"] == 40 and manifest["vocab_origin"] == "built"
+    vocab = sub.read_vocab(prepared.directory(c) / "vocab")
+    assert vocab[:2] == ["<pad>_", "<EOS>_"] and manifest["vocab_size"] == len(vocab)
+    assert workload.train_samples == manifest["train_rows"] > 0
+    assert c.submission_division == "open" and "vocab.ende.32768" in c.open_division_reason
+    assert workload.eval_input_len == manifest["max_eval_source_len"]
+    assert batch["inputs"].shape == (4, 48)
     assert np.isfinite(loss0) and loss1 < loss0
-    assert 0.0 <= bleu <= 1.0
+    assert sorted(results["example_id"][results["mask"] > 0].tolist()) == list(range(40))
+
+
+def test_full_config_with_the_reference_vocab_file_stays_closed(tmp_path):
+    """Bites: forcing open division whatever the vocabulary fails."""
+    path = tmp_path / "vocab.ende.32768"
+    path.write_text("".join(f"'{s}'\n" for s in MADE_VOCAB), encoding="utf-8")
+    c = _config("full", data_source="tfds", vocab_file=str(path))
+    TransformerWorkload(c)
+    assert c.submission_division == "closed" and c.is_mlperf
+    c = _config("full", data_source="tfds")
+    TransformerWorkload(c)
+    assert c.submission_division == "open" and not c.is_mlperf
 
 
 # ---- data preparation -------------------------------------------------------------------------
@@ -312,13 +556,25 @@ def test_transformer_is_registered():
     assert registry.workload_class("transformer") is TransformerWorkload
 
 
+# Eval point (step) at which the mini first reaches its target, per seed: measured with
+# runs of this config on CPU (deterministic there); see configs/mini.py.
+MINI_TARGET_STEP = {0: 270, 1: 270}
+
+
 @pytest.mark.slow
-def test_mini_reaches_its_bleu_target_on_multi30k(shared_data_dir, tmp_path):
-    """The mini time-to-quality run (minutes on 2 shared CPU cores; see configs/mini.py)."""
-    c = _config("mini", data_dir=str(shared_data_dir), cache_dir=str(tmp_path / "cache"))
+@pytest.mark.parametrize("seed", sorted(MINI_TARGET_STEP))
+def test_mini_reaches_its_bleu_target_at_the_measured_step(seed, shared_data_dir, tmp_path):
+    """The mini time-to-quality run, bounded in steps (no wall-clock budget): each seed reaches
+    the target at its measured eval point, within one eval point (90 steps), and the log passes
+    the official checker. Not yet bitten on purpose (two runs take ~20 min on the shared CPU);
+    the steps come from runs of this exact config with target 0.99 (configs/mini.py)."""
+    c = _config("mini", seed=seed, data_dir=str(shared_data_dir), cache_dir=str(tmp_path / "c"))
+    assert c.max_time_s == 0.0
+    TransformerWorkload(c).prepare()
     summary = train.train_and_evaluate(c, tmp_path / "run")
     assert summary["status"] == "success", summary["quality_history"]
+    every = c.eval_every_samples // c.global_batch_size
+    assert abs(summary["steps"] - MINI_TARGET_STEP[seed]) <= every, summary["quality_history"]
     assert summary["final_quality"] >= c.target_value
     result = mllog.check_compliance(tmp_path / "run" / "mlperf_log.txt")
-    # Everything passes but the ruleset's WMT threshold (BLEU 0.25), which is not this target.
-    assert not result.valid and result.failed_checks() == QUALITY_FAILURE, result.output
+    assert result.valid, result.output

@@ -7,6 +7,7 @@
     tpubench infer WORKLOAD --config=... --scenario=... (tpubench.infer.cli)
     tpubench fit WORKLOAD --config=full --topology=v5p:2x2x2 (tpubench.fit)
     tpubench launch local --processes=N -- CMD ...      (tpubench.launch_local)
+    tpubench prepare WORKLOAD --config=full [--config.KEY=VALUE ...]  (tpubench.prepare)
 
 Bad input is a `UsageError`: one paragraph on stderr saying how to fix it, exit status 2, and
 nothing computed or written.
@@ -27,6 +28,7 @@ _DELEGATES = {
     "report": "tpubench.report.cli:main",
     "infer": "tpubench.infer.cli:main",
     "fit": "tpubench.fit:main",
+    "prepare": "tpubench.prepare:main",
 }
 
 

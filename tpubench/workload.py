@@ -156,6 +156,18 @@ class Workload(abc.ABC):
         """Host side: this process's eval batches of `eval_batch_size // process_count`
         examples, padded with mask 0 so that every batch has the same shape."""
 
+    def prepare(self) -> None:
+        """Host side, offline: the preprocessing the benchmark's reference does before training
+        (vocabulary, tokenized and packed arrays, a manifest with counts), written once by
+        `tpubench prepare WORKLOAD --config=...` so that every run of a result starts from the
+        same data state and nothing is preprocessed on the clock of the first run only.
+
+        Must be idempotent (an existing, complete preparation is kept). A workload whose runs
+        need it makes `check_data` raise `UsageError` naming that command while it is missing.
+        Default: nothing to prepare.
+        """
+        return None
+
     def check_data(self) -> None:
         """Host side, before any compute: raise `UsageError` if the configured data is missing.
 

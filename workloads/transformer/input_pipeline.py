@@ -1,10 +1,16 @@
-"""Translation data: sentence pairs from Multi30k files or tfds WMT, the shared subword vocabulary,
-packed fixed-length training rows, and padded eval batches.
+"""Translation data: sentence pairs from Multi30k files or tfds WMT, packing into fixed-length
+training rows, and padded eval batches.
 
-Training: pairs whose source or target (with EOS) exceed `max_len` are discarded; each epoch the
-pairs are shuffled by (seed, epoch) and packed greedily into rows of `max_len` source and
-`max_len` target tokens (a pair starts a new row when either side would overflow). A "sample" is a
-packed row, as in Google's v0.7 JAX submission. Batches are a pure function of (seed, step).
+Training (prepared offline by `prepared.py`): pairs whose source or target (with EOS) exceed
+`max_len` are discarded; the kept pairs are packed greedily, once, into rows of `max_len` source
+and `max_len` target tokens (a pair starts a new row when either side would overflow). A
+"sample" is a packed row, as in Google's v0.7 JAX submission; an epoch is every row once, in an
+order shuffled by (seed, epoch). Batches are a pure function of (seed, step).
+
+WMT (full config): the reference's three training corpora (mlcommons/training v0.7
+`translation/tensorflow/transformer/data_download.py`: news-commentary-v12, commoncrawl,
+europarl-v7, in that order), each read through its own `tfds.translate.wmt.WmtConfig` so that
+the vocabulary can sample each corpus file as the reference does; no rapid_2016.
 """
 
 from __future__ import annotations
@@ -12,13 +18,12 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import pathlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import ml_collections
 import numpy as np
 
 from tpubench.errors import UsageError
-from workloads.transformer import tokenizer as tok
 
 MULTI30K_SPLITS = {"train": "train", "val": "val", "test": "test_2016_flickr"}
 MULTI30K_COMMAND = "python -m workloads.transformer.download_multi30k --data_dir={}"
@@ -69,92 +74,70 @@ def read_multi30k(data_dir: str, split: str, lang: str) -> list[str]:
         return [line.rstrip("\n") for line in f]
 
 
-def tfds_text(
-    config: ml_collections.ConfigDict, name: str, split: str
-) -> Iterator[tuple[str, str]]:
-    """(source, target) sentences of a tfds translation dataset, in file order."""
+def wmt_builder(config: ml_collections.ConfigDict, subset: str):
+    """The tfds builder of one WMT training corpus (`wmt_translate` with a custom config)."""
+    import tensorflow_datasets as tfds
+    from tensorflow_datasets.translate import wmt
+
+    wmt_config = wmt.WmtConfig(
+        version="1.0.0", language_pair=("de", "en"), subsets={tfds.Split.TRAIN: [subset]},
+        name=subset, description=f"WMT17 {subset} de-en (MLPerf v0.7 Transformer corpus)",
+    )
+    return tfds.builder("wmt_translate", config=wmt_config,
+                        data_dir=config.get("tfds_data_dir") or None)
+
+
+def _tfds_pairs(config: ml_collections.ConfigDict, ds) -> TextPairs:
     import tensorflow_datasets as tfds
 
-    ds = tfds.load(
-        name, split=split, data_dir=config.get("tfds_data_dir") or None, shuffle_files=False
-    )
-    for ex in tfds.as_numpy(ds):
-        yield ex[config.source_lang].decode("utf-8"), ex[config.target_lang].decode("utf-8")
+    return [(ex[config.source_lang].decode("utf-8"), ex[config.target_lang].decode("utf-8"))
+            for ex in tfds.as_numpy(ds)]
 
 
 TextPairs = list[tuple[str, str]]
 
 
-def raw_pairs(config: ml_collections.ConfigDict, train: bool) -> Callable[[], TextPairs]:
-    """A thunk reading the configured train or eval (source, target) sentences."""
+def read_train_corpora(config: ml_collections.ConfigDict) -> list[TextPairs]:
+    """The training (source, target) pairs, one list per corpus (downloads WMT if needed)."""
     c = config
     if c.data_source == "multi30k":
-        split = "train" if train else c.eval_split
-
-        def read() -> list[tuple[str, str]]:
-            return list(zip(
-                read_multi30k(c.data_dir, split, c.source_lang),
-                read_multi30k(c.data_dir, split, c.target_lang), strict=True,
-            ))
-        return read
+        return [list(zip(read_multi30k(c.data_dir, "train", c.source_lang),
+                         read_multi30k(c.data_dir, "train", c.target_lang), strict=True))]
     if c.data_source == "tfds":
-        name, split = (c.tfds_train, c.tfds_train_split) if train else (c.tfds_eval, c.eval_split)
-        return lambda: list(tfds_text(c, name, split))
+        corpora = []
+        for subset in c.tfds_train_subsets:
+            builder = wmt_builder(c, subset)
+            builder.download_and_prepare()
+            corpora.append(_tfds_pairs(c, builder.as_dataset(
+                split=c.tfds_train_split, shuffle_files=False)))
+        return corpora
     raise UsageError(f"transformer: data_source {c.data_source!r} has no sentence pairs.")
 
 
-# ---- the vocabulary and tokenized pairs ------------------------------------------------------
+def read_eval(config: ml_collections.ConfigDict) -> TextPairs:
+    """The eval (source, target) pairs (newstest2014 for the full config)."""
+    c = config
+    if c.data_source == "multi30k":
+        return list(zip(read_multi30k(c.data_dir, c.eval_split, c.source_lang),
+                        read_multi30k(c.data_dir, c.eval_split, c.target_lang), strict=True))
+    if c.data_source == "tfds":
+        import tensorflow_datasets as tfds
+
+        builder = tfds.builder(c.tfds_eval, data_dir=c.get("tfds_data_dir") or None)
+        builder.download_and_prepare()
+        return _tfds_pairs(c, builder.as_dataset(split=c.eval_split, shuffle_files=False))
+    raise UsageError(f"transformer: data_source {c.data_source!r} has no sentence pairs.")
+
+
 def _norm(text: str, lowercase: bool) -> str:
     return text.lower() if lowercase else text
 
 
-def get_tokenizer(
-    config: ml_collections.ConfigDict, train_pairs: Callable[[], TextPairs] | None = None
-) -> tok.Tokenizer:
-    """The shared vocabulary of this config's training text (trained and cached on first use)."""
-    c = config
-    dataset = c.tfds_train if c.data_source == "tfds" else c.data_source
-    key = f"{dataset}|{c.source_lang}-{c.target_lang}|lower={c.lowercase}|{c.tokenizer_max_chars}"
-    train_pairs = train_pairs or raw_pairs(c, train=True)
-
-    def sentences() -> Iterator[str]:
-        for src, tgt in train_pairs():
-            yield _norm(src, c.lowercase)
-            yield _norm(tgt, c.lowercase)
-
-    return tok.load_or_train(sentences, key, c.vocab_size, c.cache_dir, c.tokenizer_max_chars)
-
-
-def tokenize_pairs(
-    tokenizer: tok.Tokenizer, pairs: list[tuple[str, str]], lowercase: bool
-) -> Pairs:
+def tokenize_pairs(tokenizer, pairs: TextPairs, lowercase: bool) -> Pairs:
     """Encode both sides of every pair (references keep the raw target text)."""
     sources = tokenizer.encode([_norm(s, lowercase) for s, _ in pairs])
     targets = tokenizer.encode([_norm(t, lowercase) for _, t in pairs])
     return Pairs(sources, targets, [t for _, t in pairs])
-
-
-def cached_train_pairs(
-    config: ml_collections.ConfigDict, tokenizer: tok.Tokenizer,
-    text: Callable[[], TextPairs],
-) -> Pairs:
-    """The tokenized training pairs, cached beside the tokenizer (WMT has ~5.9M pairs: encode
-    them once, then every later run loads two flat arrays)."""
-    path = pathlib.Path(str(tokenizer.path).removesuffix(".model") + "_train_ids.npz")
-    if not path.exists():
-        pairs = tokenize_pairs(tokenizer, text(), config.lowercase)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(
-            tmp, sources=np.concatenate(pairs.sources), targets=np.concatenate(pairs.targets),
-            source_lens=[len(x) for x in pairs.sources],
-            target_lens=[len(x) for x in pairs.targets],
-        )
-        tmp.replace(path)
-        return pairs
-    with np.load(path) as f:
-        split = lambda flat, lens: np.split(flat, np.cumsum(lens)[:-1])  # noqa: E731
-        return Pairs(split(f["sources"], f["source_lens"]), split(f["targets"], f["target_lens"]),
-                     [])
 
 
 # ---- packing ---------------------------------------------------------------------------------
@@ -203,53 +186,46 @@ def keep_indices(pairs: Pairs, max_len: int) -> np.ndarray:
     ], np.int64)
 
 
-def epoch_rows(
-    pairs: Pairs, kept: np.ndarray, seed: int, epoch: int, max_len: int
-) -> list[list[int]]:
-    """The packed rows of one epoch: kept pairs shuffled by (seed, epoch), then packed."""
-    order = np.random.default_rng([seed, epoch]).permutation(kept)
-    return pack_rows(pairs, order, max_len)
-
-
 def train_batches(
-    pairs: Pairs, config: ml_collections.ConfigDict, start_step: int,
-    process_index: int, process_count: int,
+    pairs: Pairs, rows: Sequence[np.ndarray], config: ml_collections.ConfigDict,
+    start_step: int, process_index: int, process_count: int,
 ) -> Iterator[dict[str, np.ndarray]]:
-    """This process's slice of every global batch from `start_step` on, epoch after epoch
-    (each epoch's last partial batch is dropped)."""
+    """This process's slice of every global batch from `start_step` on: each epoch visits the
+    prepared rows in an order shuffled by (seed, epoch); its last partial batch is dropped."""
     c = config
     gbs, local = c.global_batch_size, c.global_batch_size // process_count
-    kept = keep_indices(pairs, c.max_len)
-    step, epoch = 0, 0
+    n_batches = len(rows) // gbs
+    if n_batches == 0:
+        raise UsageError(
+            f"An epoch packs into {len(rows)} rows, fewer than global_batch_size={gbs}.")
+    epoch, first_batch = divmod(start_step, n_batches)
     while True:
-        rows = epoch_rows(pairs, kept, c.seed, epoch, c.max_len)
-        n_batches = len(rows) // gbs
-        if n_batches == 0:
-            raise UsageError(
-                f"An epoch packs into {len(rows)} rows, fewer than global_batch_size={gbs}."
-            )
-        for b in range(n_batches):
-            if step >= start_step:
-                first = b * gbs + process_index * local
-                yield build_packed(pairs, rows[first : first + local], c.max_len)
-            step += 1
-        epoch += 1
+        order = np.random.default_rng([c.seed, epoch]).permutation(len(rows))
+        for b in range(first_batch, n_batches):
+            first = b * gbs + process_index * local
+            picked = [rows[i].tolist() for i in order[first : first + local]]
+            yield build_packed(pairs, picked, c.max_len)
+        epoch, first_batch = epoch + 1, 0
 
 
 def eval_batches(
-    pairs: Pairs, eval_batch_size: int, max_len: int, process_index: int, process_count: int
+    sources: Sequence[np.ndarray], eval_batch_size: int, max_len: int, process_index: int,
+    process_count: int,
 ) -> Iterator[dict[str, np.ndarray]]:
-    """Padded eval batches: inputs (truncated to `max_len`, EOS kept), example_id, mask."""
+    """Padded eval batches: inputs (never truncated), example_id, mask."""
+    longest = max((len(s) for s in sources), default=0)
+    if longest > max_len:
+        raise UsageError(
+            f"An eval source has {longest} tokens, more than max_eval_input_len={max_len}; eval "
+            "inputs are never truncated. Set --config.max_eval_input_len=0 (the longest "
+            "prepared eval source) or a larger value.")
     local = eval_batch_size // process_count
-    n = len(pairs.sources)
+    n = len(sources)
     for start in range(0, n, eval_batch_size):
         ids = np.arange(start + process_index * local, start + (process_index + 1) * local)
         inputs = np.zeros((local, max_len), np.int32)
         mask = (ids < n).astype(np.float32)
         for r, i in enumerate(ids[ids < n]):
-            src = pairs.sources[i]
-            if len(src) > max_len:
-                src = np.concatenate([src[: max_len - 1], src[-1:]])
-            inputs[r, : len(src)] = src
+            inputs[r, : len(sources[i])] = sources[i]
         yield {"inputs": inputs, "example_id": np.where(ids < n, ids, 0).astype(np.int32),
                "mask": mask}

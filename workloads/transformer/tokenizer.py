@@ -1,12 +1,12 @@
-"""The shared source/target subword vocabulary: a SentencePiece model trained once from the
-training text and cached on disk (a preprocessing artifact, as the reference's vocab file is).
+"""The mini's shared source/target vocabulary: a SentencePiece BPE model trained from the
+training text by the prepare step (`workloads/transformer/prepared.py`). The full config uses
+the reference's subword vocabulary instead (`subtokenizer.py`).
 
 Ids: 0 = PAD (also the decoder start token), 1 = EOS, 2 = UNK; no BOS.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pathlib
 import tempfile
@@ -26,12 +26,6 @@ def default_cache_dir() -> str:
     return os.environ.get("TPUBENCH_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "tpubench"
     )
-
-
-def cache_path(cache_dir: str, key: str, vocab_size: int) -> pathlib.Path:
-    """Where the model for `key` (what it was trained on) and `vocab_size` lives."""
-    digest = hashlib.sha256(f"{key}|{vocab_size}|{MODEL_TYPE}".encode()).hexdigest()[:12]
-    return pathlib.Path(cache_dir or default_cache_dir()) / "transformer" / f"spm_{digest}.model"
 
 
 def train(
@@ -93,19 +87,3 @@ class Tokenizer:
                 row = row[: row.index(EOS_ID)]
             out.append(self.processor.decode([t for t in row if t != PAD_ID]))
         return out
-
-
-def load_or_train(
-    sentences: Iterable[str] | None, key: str, vocab_size: int, cache_dir: str,
-    max_chars: int = 10**7,
-) -> Tokenizer:
-    """The cached tokenizer for `key`, training it from `sentences` on first use.
-
-    `sentences` may be a zero-argument callable returning the iterable, so that the corpus is
-    only read when the model is not cached yet.
-    """
-    path = cache_path(cache_dir, key, vocab_size)
-    if not path.exists():
-        text = sentences() if callable(sentences) else sentences
-        train(text, vocab_size, path, max_chars)
-    return Tokenizer(path)

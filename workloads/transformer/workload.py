@@ -2,8 +2,19 @@
 
 Train on packed rows with label-smoothed cross-entropy and Adam under the rsqrt schedule; evaluate
 by beam search on device (inside the jitted eval step), detokenize on the host and score with
-sacreBLEU (uncased). BLEU is reported as a fraction (0.25 = 25.0 BLEU), the unit of the MLPerf
-log and its checker.
+sacreBLEU. BLEU is reported as a fraction (0.25 = 25.0 BLEU), the unit of the MLPerf log and its
+checker.
+
+BLEU as the reference computes it: mlcommons/training v0.7
+`translation/tensorflow/transformer/compute_bleu.py` (`bleu_wrapper(..., case_sensitive=False)`)
+lowercases references and hypotheses, tokenizes both with `bleu_tokenize` (split around every
+Unicode punctuation character not between digits and around every symbol: mteval-v14's
+international tokenization) and takes corpus BLEU-4 with brevity penalty and, for an n-gram order
+with no match, precision 1 / (2^k * candidates). That is sacreBLEU with `tokenize="intl"`,
+`lowercase=True` and its default `smooth_method="exp"`; tests check the two agree.
+
+The data is prepared offline (`tpubench prepare transformer --config=...`, see `prepared.py`);
+a run without it fails in `check_data`, before any compute.
 """
 
 from __future__ import annotations
@@ -23,10 +34,17 @@ from tpubench.workload import Batch, PyTree, Workload
 from workloads.transformer import decode as decode_lib
 from workloads.transformer import input_pipeline as ip
 from workloads.transformer import model as model_lib
+from workloads.transformer import prepared
 
 TRAIN_KEYS = tuple(
     f"{k}{suffix}" for k in ip.PACKED_KEYS for suffix in ("", "_position", "_segmentation")
 )
+
+
+def corpus_bleu(hypotheses: list[str], references: list[str], tokenize: str = "intl") -> float:
+    """Uncased corpus BLEU-4 as a fraction (sacreBLEU; "intl" = the reference's tokenization)."""
+    return sacrebleu.corpus_bleu(hypotheses, [references], lowercase=True,
+                                 tokenize=tokenize).score / 100.0
 
 
 def rsqrt_schedule(base: float, emb_dim: int, warmup_steps: int) -> optax.Schedule:
@@ -53,14 +71,69 @@ class TransformerWorkload(Workload):
                 f"transformer: unknown data_source {c.data_source!r}; use synthetic, tfds or "
                 "multi30k."
             )
-        self.model_config = model_lib.TransformerConfig(
+        if (c.submission_division == "closed" and c.data_source == "tfds"
+                and c.tokenizer == "subword" and not c.get("vocab_file")):
+            # A vocabulary built from tfds's copy of the corpora samples other lines than the
+            # reference's files (tfds stores examples in another order), so it is not the
+            # reference's vocab.ende.32768: not the closed-division benchmark.
+            c.submission_division = "open"
+            c.is_mlperf = False
+            c.open_division_reason = (
+                "vocabulary built from tfds-ordered samples of the corpora, not the reference's "
+                "vocab.ende.32768 (give it with --config.vocab_file=PATH for closed division)")
+        self._host: dict[str, Any] = {}  # manifest, tokenizer and data, loaded on first use
+
+    @property
+    def model_config(self) -> model_lib.TransformerConfig:
+        """Model hyperparameters; positions cover the longest train row, eval input and
+        decode."""
+        c = self.config
+        return model_lib.TransformerConfig(
             vocab_size=c.vocab_size, emb_dim=c.emb_dim, num_heads=c.num_heads,
             num_layers=c.num_layers, mlp_dim=c.mlp_dim,
-            max_len=max(c.max_len, c.max_eval_input_len, c.max_decode_len),
+            max_len=max(c.max_len, self.eval_input_len, self.decode_len),
             dropout_rate=c.dropout_rate, attention_dropout_rate=c.attention_dropout_rate,
             dtype=jnp.dtype(c.dtype),
         )
-        self._host: dict[str, Any] = {}  # tokenizer and eval pairs, loaded on first use
+
+    def manifest(self) -> dict[str, Any]:
+        """The prepared data's manifest (`UsageError` naming the prepare command if absent)."""
+        if "manifest" not in self._host:
+            self._host["manifest"] = prepared.manifest(self.config)
+        return self._host["manifest"]
+
+    @property
+    def eval_input_len(self) -> int:
+        """Eval source width: `max_eval_input_len`, or (0) the longest prepared eval source.
+
+        Without prepared data (synthetic data; `tpubench fit` and parameter counts, which
+        compile shapes only) 0 means `max_len`; runs on real data check the manifest first."""
+        c = self.config
+        if c.max_eval_input_len > 0:
+            return int(c.max_eval_input_len)
+        if c.data_source == "synthetic" or not prepared.is_prepared(c):
+            return int(c.max_len)
+        return max(1, int(self.manifest()["max_eval_source_len"]))
+
+    @property
+    def decode_len(self) -> int:
+        """Decoded tokens: `max_decode_len`, or (0) the eval input length + 50 (the reference's
+        `extra_decode_length`)."""
+        return int(self.config.max_decode_len) or self.eval_input_len + 50
+
+    @property
+    def train_samples(self) -> int:
+        """Packed rows per epoch, as counted by the prepare step (synthetic: the config's)."""
+        if self.config.data_source == "synthetic":
+            return int(self.config.train_samples)
+        return int(self.manifest()["train_rows"])
+
+    @property
+    def eval_samples(self) -> int:
+        """Eval sentences, as counted by the prepare step (synthetic: the config's)."""
+        if self.config.data_source == "synthetic":
+            return int(self.config.eval_samples)
+        return int(self.manifest()["eval_examples"])
 
     # ---- model --------------------------------------------------------------------------------
     def model(self, train: bool = False) -> model_lib.Transformer:
@@ -74,7 +147,7 @@ class TransformerWorkload(Workload):
         if train:
             return {k: jax.ShapeDtypeStruct((batch_size, c.max_len), jnp.int32) for k in TRAIN_KEYS}
         return {
-            "inputs": jax.ShapeDtypeStruct((batch_size, c.max_eval_input_len), jnp.int32),
+            "inputs": jax.ShapeDtypeStruct((batch_size, self.eval_input_len), jnp.int32),
             "example_id": jax.ShapeDtypeStruct((batch_size,), jnp.int32),
             "mask": jax.ShapeDtypeStruct((batch_size,), jnp.float32),
         }
@@ -124,13 +197,13 @@ class TransformerWorkload(Workload):
     def translate(self, params: PyTree, inputs: jax.Array) -> jax.Array:
         """Beam-search translations [batch, max_decode_len] of source ids [batch, in_len]."""
         c = self.config
-        model = self.model()
+        model, model_config = self.model(), self.model_config
         variables = {"params": params}
         encoded = model.apply(variables, inputs, method=model_lib.Transformer.encode)
         encoded, inputs = decode_lib.expand_beams((encoded, inputs), c.beam_size)
         cross_kv = model.apply(variables, encoded, method=model_lib.Transformer.cross_kv)
         cache = {
-            "layers": model_lib.init_cache(self.model_config, inputs.shape[0], c.max_decode_len),
+            "layers": model_lib.init_cache(model_config, inputs.shape[0], self.decode_len),
             "index": jnp.zeros([], jnp.int32),
         }
 
@@ -142,7 +215,7 @@ class TransformerWorkload(Workload):
 
         decoded, _ = decode_lib.beam_search(
             tokens_to_logits, cache, inputs.shape[0] // c.beam_size, c.beam_size,
-            c.max_decode_len, model_lib.EOS_ID, c.beam_alpha,
+            self.decode_len, model_lib.EOS_ID, c.beam_alpha,
         )
         return decoded
 
@@ -152,72 +225,73 @@ class TransformerWorkload(Workload):
                 "example_id": batch["example_id"]}
 
     def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
-        """Corpus sacreBLEU (uncased) of the detokenized translations, as a fraction."""
+        """Corpus BLEU of the detokenized translations, as a fraction: sacreBLEU with the
+        reference's settings (uncased, international tokenization; see the module docstring)."""
         if self.config.data_source == "synthetic":
             return 0.0  # synthetic data measures speed; there are no references
         keep = np.asarray(results["mask"]) > 0
         ids = np.asarray(results["example_id"])[keep]
         hyps = self.tokenizer().decode(np.asarray(results["decoded"])[keep])
-        pairs = self.eval_pairs()
-        if sorted(ids.tolist()) != list(range(len(pairs.references))):
+        _, references = self.eval_data()
+        if sorted(ids.tolist()) != list(range(len(references))):
             raise ValueError(
-                f"eval covered {len(ids)} examples, expected each of {len(pairs.references)} once")
+                f"eval covered {len(ids)} examples, expected each of {len(references)} once")
         order = np.argsort(ids)
-        refs = [pairs.references[i] for i in ids[order]]
-        bleu = sacrebleu.corpus_bleu(
-            [hyps[i] for i in order], [refs], lowercase=True, tokenize=self.config.bleu_tokenize)
-        return bleu.score / 100.0
+        return corpus_bleu([hyps[i] for i in order], [references[i] for i in ids[order]],
+                           self.config.bleu_tokenize)
 
     # ---- data -----------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Offline: read the corpora, build the vocabulary, tokenize and pack (`prepared.py`)."""
+        c = self.config
+        if c.data_source == "synthetic":
+            return
+        if c.data_source == "multi30k":
+            ip.check_multi30k(c.data_dir, (c.source_lang, c.target_lang), ("train", c.eval_split))
+        prepared.prepare(c, lambda: ip.read_train_corpora(c), lambda: ip.read_eval(c))
+
     def check_data(self) -> None:
-        """Path/metadata checks only: the data itself is read after run_start."""
+        """Before any compute: the prepared data exists and its eval inputs fit (manifest and
+        paths only: the data itself is read after run_start)."""
         c = self.config
         if c.data_source == "multi30k":
             ip.check_multi30k(
                 c.data_dir, (c.source_lang, c.target_lang), ("train", c.eval_split))
-        elif c.data_source == "tfds":
-            import tensorflow_datasets as tfds
-
-            for name in (c.tfds_train, c.tfds_eval):
-                builder = tfds.builder(name, data_dir=c.get("tfds_data_dir") or None)
-                if not builder.is_prepared():
-                    raise UsageError(
-                        f"tfds dataset {name} is not prepared in {builder.data_dir}. Prepare it "
-                        f"with `tfds build {name}` (or set --config.tfds_data_dir)."
-                    )
-
-    def _train_text(self) -> list[tuple[str, str]]:
-        if "train_text" not in self._host:
-            self._host["train_text"] = ip.raw_pairs(self.config, train=True)()
-        return self._host["train_text"]
+        manifest = self.manifest()
+        if manifest["vocab_size"] > c.vocab_size:
+            raise UsageError(
+                f"The prepared vocabulary has {manifest['vocab_size']} subtokens, more than "
+                f"vocab_size={c.vocab_size}; set --config.vocab_size to at least that.")
+        if self.eval_input_len < manifest["max_eval_source_len"]:
+            raise UsageError(
+                f"max_eval_input_len={c.max_eval_input_len} would truncate eval sources of up "
+                f"to {manifest['max_eval_source_len']} tokens; eval inputs are never truncated. "
+                "Use 0 (the longest prepared source) or a larger value.")
 
     def tokenizer(self):
-        """The shared subword vocabulary (trained from the training text once, then cached)."""
+        """The prepared shared vocabulary."""
         if "tokenizer" not in self._host:
-            self._host["tokenizer"] = ip.get_tokenizer(self.config, self._train_text)
+            self._host["tokenizer"] = prepared.tokenizer(self.config)
         return self._host["tokenizer"]
 
-    def eval_pairs(self) -> ip.Pairs:
-        """The tokenized eval set with its raw references."""
+    def eval_data(self) -> tuple[list[np.ndarray], list[str]]:
+        """The prepared eval set: tokenized sources (with EOS) and raw references."""
         if "eval" not in self._host:
-            raw = ip.raw_pairs(self.config, train=False)()
-            self._host["eval"] = ip.tokenize_pairs(self.tokenizer(), raw, self.config.lowercase)
+            self._host["eval"] = prepared.load_eval(self.config)
         return self._host["eval"]
 
     def train_batches(
         self, start_step: int, process_index: int, process_count: int
     ) -> Iterator[Batch]:
-        """Packed rows, reshuffled every epoch by (seed, epoch)."""
-        pairs = ip.cached_train_pairs(self.config, self.tokenizer(), self._train_text)
-        self._host.pop("train_text", None)  # only the ids are needed from here on
-        return ip.train_batches(pairs, self.config, start_step, process_index, process_count)
+        """Prepared packed rows, reshuffled every epoch by (seed, epoch)."""
+        sources, targets, rows = prepared.load_train(self.config)
+        return ip.train_batches(ip.Pairs(sources, targets, []), rows, self.config, start_step,
+                                process_index, process_count)
 
     def eval_batches(self, process_index: int, process_count: int) -> Iterator[Batch]:
         """The whole eval split in fixed-shape batches padded with mask 0."""
-        c = self.config
-        return ip.eval_batches(
-            self.eval_pairs(), c.eval_batch_size, c.max_eval_input_len, process_index,
-            process_count)
+        return ip.eval_batches(self.eval_data()[0], self.config.eval_batch_size,
+                               self.eval_input_len, process_index, process_count)
 
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """One segment per row of random (non-special) tokens."""
@@ -232,6 +306,13 @@ class TransformerWorkload(Workload):
             "inputs_position": position, "targets_position": position,
             "inputs_segmentation": ones, "targets_segmentation": ones,
         }
+
+    def describe(self) -> dict[str, Any]:
+        """The base description, plus why a closed config runs as open division (if it does)."""
+        out = super().describe()
+        if self.config.get("open_division_reason"):
+            out["open_division_reason"] = self.config.open_division_reason
+        return out
 
     # ---- log ----------------------------------------------------------------------------------
     def mllog_hyperparameters(self) -> dict[str, Any]:

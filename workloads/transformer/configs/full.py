@@ -3,14 +3,28 @@
     python -m workloads.transformer.main --config=workloads/transformer/configs/full.py \\
         --workdir=/tmp/transformer_full [--config.tfds_data_dir=gs://BUCKET/tensorflow_datasets]
 
-Data: tfds `wmt17_translate/de-en` (train, English -> German) and `wmt14_translate/de-en` split
-"test" = newstest2014 (3,003 sentences) for eval; prepare them with `tfds build ...`. The shared
-subword vocabulary (SentencePiece, 33,708 pieces: the size of the reference's wmt32k vocab) is
-trained from the first 10M characters of the training text on first use and cached.
+    tpubench prepare transformer --config=full [--config.vocab_file=PATH/vocab.ende.32768]
+    tpubench run transformer --config=full [--config.vocab_file=...]   # same overrides
+
+Data, as the reference (mlcommons/training v0.7 `translation/tensorflow/transformer/`):
+train on the WMT17 corpora of `data_download.py` (news-commentary-v12, commoncrawl, europarl-v7,
+English -> German; tfds `wmt_translate` with one `WmtConfig` per corpus, no rapid_2016), eval on
+tfds `wmt14_translate/de-en` split "test" = newstest2014 (3,003 sentences), inputs never
+truncated. Vocabulary: the reference's subword algorithm (`utils/tokenizer.py`,
+`workloads/transformer/subtokenizer.py`), either loaded from the reference's published
+`vocab.ende.32768` (`--config.vocab_file`; 33,708 subtokens, ids as in the reference), or built
+as `data_download.py` builds it (~1 MB sample of each of the six corpus files, min_count 6). The
+prepare step downloads the corpora through tfds, builds or copies the vocabulary, tokenizes and
+packs everything, and records the counts (train_samples = its packed rows; eval_samples).
+
+Division: closed only with the reference's vocabulary file. A built vocabulary samples tfds's
+copy of the corpora, whose example order is not the files' line order, so it is a different
+vocabulary: the run logs division `open` (reason in `open_division_reason`).
 
 Model: 6+6 layers, d 1024, 16 heads, FF 4096, shared embedding/softmax, 210,878,464 params.
 Batch: 2048 packed rows of 256 tokens (Google's v0.7 JAX record; its epoch = 566,340 rows).
-Target: uncased sacreBLEU >= 25.0 on newstest2014, logged as 0.25; beam 4, alpha 0.6.
+Target: BLEU >= 25.0 on newstest2014 as the reference's compute_bleu.py computes it (uncased,
+international tokenization = sacreBLEU tokenize="intl"), logged as 0.25; beam 4, alpha 0.6.
 
 Measured: never run at full scale here (no TPU slice). In tests the config is instantiated
 abstractly (parameter count) and runs one step on synthetic data with a tiny model and a global
@@ -32,7 +46,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.submission_division = "closed"
     c.dataset = "wmt17_en_de"
     c.data_source = "tfds"
-    c.tfds_train = "wmt17_translate/de-en"
+    c.tfds_train_subsets = ("newscommentary_v12", "commoncrawl", "europarl_v7")
     c.tfds_train_split = "train"
     c.tfds_eval = "wmt14_translate/de-en"
     c.eval_split = "test"  # newstest2014
@@ -40,8 +54,13 @@ def get_config() -> ml_collections.ConfigDict:
     c.source_lang = "en"
     c.target_lang = "de"
     c.lowercase = False
-    c.cache_dir = ""  # "" = $TPUBENCH_CACHE_DIR or ~/.cache/tpubench
-    c.tokenizer_max_chars = 10**7
+    c.cache_dir = ""  # prepared data: "" = $TPUBENCH_CACHE_DIR or ~/.cache/tpubench
+    c.tokenizer = "subword"  # the reference's Subtokenizer (or "sentencepiece": minis)
+    c.vocab_file = ""  # the reference's vocab.ende.32768; "" = build it as the reference does
+    c.vocab_min_count = 6  # data_download.py _TRAIN_DATA_MIN_COUNT
+    c.vocab_file_byte_limit = 10**6  # tokenizer.py file_byte_limit: sample per corpus file
+    c.tokenizer_max_chars = 10**7  # sentencepiece only
+    c.open_division_reason = ""
 
     # Model: Transformer-big.
     c.vocab_size = 33708
@@ -56,13 +75,12 @@ def get_config() -> ml_collections.ConfigDict:
     c.dtype = "bfloat16"
 
     # Data shapes and sizes.
-    c.max_len = 256  # packed row length; longer pairs are discarded
-    c.max_eval_input_len = 256
-    c.max_decode_len = 256
+    c.max_len = 256  # packed row length; longer pairs are discarded (reference max_length)
+    c.max_eval_input_len = 0  # 0 = the longest prepared eval source: never truncated
+    c.max_decode_len = 0  # 0 = eval input length + 50 (reference extra_decode_length)
     c.global_batch_size = 2048
     c.eval_batch_size = 512
-    c.train_samples = 566340  # packed rows per epoch (Google v0.7 JAX log)
-    c.eval_samples = 3003
+    # train_samples / eval_samples: counted by the prepare step (manifest.json).
 
     # Optimizer: Adam with the rsqrt schedule.
     c.learning_rate = 2.0
@@ -74,11 +92,11 @@ def get_config() -> ml_collections.ConfigDict:
     # Eval: beam search on device, uncased sacreBLEU as a fraction.
     c.beam_size = 4
     c.beam_alpha = 0.6
-    c.bleu_tokenize = "13a"
+    c.bleu_tokenize = "intl"  # compute_bleu.py's bleu_tokenize
     c.target_metric = "bleu"
     c.target_value = rules.target_value("transformer")
     c.eval_every_samples = 0  # every epoch
-    c.steps_per_dispatch = 1  # an epoch is 277 steps (prime): no larger block divides it
-    c.max_train_samples = 10 * 566340
+    c.steps_per_dispatch = 1
+    c.max_train_samples = 0  # 100 epochs
     c.mesh.tensor = 1
     return c

@@ -1,22 +1,28 @@
 """Mini: a small Transformer on Multi30k German -> English (29,000 caption pairs), on CPU.
 
     python -m workloads.transformer.download_multi30k --data_dir=DIR   # once; CI: ../shared/data
+    TPUBENCH_DATA_DIR=DIR tpubench prepare transformer --config=mini   # once, before runs
     TPUBENCH_DATA_DIR=DIR python -m workloads.transformer.main \\
         --config=workloads/transformer/configs/mini.py --workdir=/tmp/transformer_mini
 
 Model: 2+2 layers, d 128, 4 heads, FF 512, shared 4,000-piece BPE vocabulary (1.44M params),
-no dropout; 64 packed rows of 64 tokens per step, Adam (0.9, 0.997, 1e-9), rsqrt schedule with
-200 warmup steps. Eval: the whole test2016 split (1,000 sentences), beam 4 (alpha 0.6) on
-device, max 40 tokens, uncased sacreBLEU; every 90 steps.
+no dropout; 64 packed rows of 64 tokens per step (an epoch = 9,096 rows, counted by the prepare
+step), Adam (0.9, 0.997, 1e-9), rsqrt schedule with 200 warmup steps. Eval: the whole test2016
+split (1,000 sentences, inputs untruncated), beam 4 (alpha 0.6) on device, max 40 tokens,
+uncased BLEU with the international tokenization (as the full config); every 90 steps. Budget:
+540 steps (6 eval points), no wall-clock limit.
 
-Measured (2 CPU cores shared with other jobs, load average 4.0-6.4, median 4.8; tokenizer
-already cached): test2016 BLEU 9.5 at step 90, 20.8 at step 180 (1.27 epochs) -> target 0.20
-reached, time_to_target_s 228 (train 178 s, 2 evals 49 s), init (compile) 13 s. The training
-trajectory is deterministic: an earlier run of the same steps under heavier load (median 7.0)
-logged the same 0.2080 at step 180 after 269 s. A cold tokenizer cache adds ~2-3 s. The MLPerf
-log passes every check but the ruleset's WMT threshold (BLEU >= 0.25).
-Re-measured on a quiet machine (same 2 cores, nothing else running): the same 0.2080 at step 180,
-time_to_target_s 94.4, init 5.8 s.
+Baselines on the same split and metric (`python benchmarks/baselines_transformer.py
+--data_dir=DIR`, training pairs only): copy the German source 0.90 BLEU; word-by-word
+most-associated English word (Dice over the 29,000 training pairs) 22.25; nearest-neighbour
+retrieval of the training translation with the most similar source (TF-IDF uni+bigram cosine)
+12.22. Target 0.25: 2.75 BLEU above the strongest baseline.
+
+Measured (CPU, 2 cores shared with other jobs; steps and BLEU are deterministic on CPU, times
+are not quoted): seed 0: BLEU 7.84 at step 90, 21.60 at 180, 26.28 at 270, 30.17 at 360, so the
+target is reached at step 270; seed 1: 9.26 at step 90, 21.68 at 180,
+25.99 at 270, also reaching it at step 270. tests/test_transformer.py asserts these
+steps (within one eval point) for both seeds.
 """
 
 import ml_collections
@@ -25,7 +31,7 @@ from workloads.transformer.configs import full
 
 
 def get_config() -> ml_collections.ConfigDict:
-    """Small Transformer, Multi30k de->en, BLEU target sized from a measured run."""
+    """Small Transformer, Multi30k de->en, BLEU target above the simple baselines."""
     c = full.get_config()
     c.is_mlperf = False
     c.submission_division = "open"
@@ -35,6 +41,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.target_lang = "en"
     c.eval_split = "test"
     c.lowercase = True  # the metric is uncased
+    c.tokenizer = "sentencepiece"
     c.vocab_size = 4000
     c.num_classes = c.vocab_size
     c.emb_dim = 128
@@ -45,17 +52,15 @@ def get_config() -> ml_collections.ConfigDict:
     c.attention_dropout_rate = 0.0
     c.dtype = "float32"
     c.max_len = 64
-    c.max_eval_input_len = 48
+    c.max_eval_input_len = 0  # the longest test2016 source
     c.max_decode_len = 40
     c.global_batch_size = 64
     c.eval_batch_size = 500
-    c.train_samples = 9080  # packed rows per epoch (29,000 pairs; tested within 1%)
-    c.eval_samples = 1000
     c.learning_rate = 2.0
     c.warmup_steps = 200
-    c.target_value = 0.20
+    c.target_value = 0.25  # strongest simple baseline 0.2225 (word-by-word); see docstring
     c.eval_every_samples = 64 * 90
     c.steps_per_dispatch = 20
-    c.max_train_samples = 64 * 2000
-    c.max_time_s = 600.0
+    c.max_train_samples = 64 * 540  # step budget: 6 eval points (no wall-clock budget)
+    c.max_time_s = 0.0
     return c

@@ -21,6 +21,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.data_source = "synthetic"
     c.source_lang = "de"
     c.target_lang = "en"
+    c.tokenizer = "sentencepiece"
     c.vocab_size = 256  # BPE needs one piece per character of the corpus (Multi30k: 79)
     c.num_classes = c.vocab_size
     c.tokenizer_max_chars = 10**5
@@ -30,7 +31,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.mlp_dim = 32
     c.dtype = "float32"
     c.max_len = 32
-    c.max_eval_input_len = 32
+    c.max_eval_input_len = 0  # the longest prepared eval source (synthetic: max_len)
     c.max_decode_len = 8
     c.global_batch_size = 4
     c.eval_batch_size = 4

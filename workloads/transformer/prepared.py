@@ -1,0 +1,229 @@
+"""The offline preparation of the translation data (`tpubench prepare transformer --config=...`).
+
+What the reference does before training (mlcommons/training v0.7
+`translation/tensorflow/transformer/data_download.py`: download, build the vocabulary, encode
+every pair), done once into a directory that every run of a result reads:
+
+    vocab          the shared vocabulary (reference `vocab.ende.32768` format, or SentencePiece)
+    train.npz      tokenized training pairs (flat ids + lengths) and the packed rows (pair indices)
+    eval.npz       tokenized eval sources, untruncated
+    eval_refs.txt  the raw eval references, one per line
+    manifest.json  counts: pairs read / kept, packed rows (= train_samples), eval examples,
+                   longest eval source, vocabulary size and origin
+
+The directory name is a digest of every config key that changes the prepared data, so a run
+finds exactly the preparation of its config. Packing is done here, once, with a fixed order
+(pairs shuffled by `PACK_SEED`): an epoch is then exactly `train_rows` rows, which runs
+reshuffle by (seed, epoch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+import shutil
+import tempfile
+from collections.abc import Callable
+
+import ml_collections
+import numpy as np
+
+from tpubench.errors import UsageError
+from workloads.transformer import subtokenizer as sub
+from workloads.transformer import tokenizer as spm_tok
+
+MANIFEST = "manifest.json"
+PACK_SEED = 0
+FORMAT = 1
+# Config keys that change the prepared data (the digest of their values names the directory).
+DATA_KEYS = (
+    "data_source", "tfds_train", "tfds_train_subsets", "tfds_train_split", "tfds_eval",
+    "eval_split", "source_lang", "target_lang", "lowercase", "tokenizer", "vocab_size",
+    "vocab_file", "vocab_min_count", "vocab_file_byte_limit", "tokenizer_max_chars", "max_len",
+)
+
+
+def _value(config: ml_collections.ConfigDict, key: str):
+    value = config.get(key, None)
+    return list(value) if isinstance(value, tuple | list) else value
+
+
+def directory(config: ml_collections.ConfigDict) -> pathlib.Path:
+    """Where this config's prepared data lives (`cache_dir/transformer/prepared_<digest>`)."""
+    keys = {k: _value(config, k) for k in DATA_KEYS}
+    if config.get("vocab_file"):
+        keys["vocab_sha256"] = _sha256(config.vocab_file)
+    digest = hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:12]
+    root = pathlib.Path(config.get("cache_dir") or spm_tok.default_cache_dir())
+    return root / "transformer" / f"prepared_{digest}"
+
+
+def _sha256(path: str) -> str:
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise UsageError(
+            f"--config.vocab_file={path} is not a file. Give the reference's vocab.ende.32768 "
+            "(written by mlcommons/training translation/tensorflow/transformer/data_download.py) "
+            "or leave vocab_file empty to build the vocabulary as the reference does.")
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def command(config: ml_collections.ConfigDict) -> str:
+    """The command that prepares this config's data."""
+    return f"tpubench prepare transformer --config={config.get('config_name') or 'CONFIG'}"
+
+
+def is_prepared(config: ml_collections.ConfigDict) -> bool:
+    """Whether this config's data has been prepared (its manifest exists)."""
+    try:
+        return (directory(config) / MANIFEST).is_file()
+    except UsageError:  # e.g. a vocab_file that does not exist
+        return False
+
+
+def manifest(config: ml_collections.ConfigDict) -> dict:
+    """The manifest of this config's prepared data; `UsageError` naming the command if absent."""
+    path = directory(config) / MANIFEST
+    if not path.is_file():
+        raise UsageError(
+            f"The transformer data for this config is not prepared (no {path}). Run "
+            f"`{command(config)}` once, with the same --config.KEY=VALUE overrides as the run "
+            "(it builds the vocabulary and tokenizes and packs the data offline, so that every "
+            "run of a result sees the same data state), then start the run again.")
+    return json.loads(path.read_text())
+
+
+def tokenizer(config: ml_collections.ConfigDict):
+    """The prepared vocabulary (reference subtokenizer or SentencePiece)."""
+    d = directory(config)
+    if config.tokenizer == "subword":
+        return sub.Subtokenizer(d / "vocab")
+    return spm_tok.Tokenizer(d / "vocab")
+
+
+def _split(flat: np.ndarray, lens: np.ndarray) -> list[np.ndarray]:
+    return np.split(flat, np.cumsum(lens)[:-1]) if len(lens) else []
+
+
+def load_train(config: ml_collections.ConfigDict) -> tuple[list[np.ndarray], list[np.ndarray],
+                                                            list[np.ndarray]]:
+    """(sources, targets, rows): tokenized pairs and the packed rows as pair-index arrays."""
+    with np.load(directory(config) / "train.npz") as f:
+        return (_split(f["sources"], f["source_lens"]), _split(f["targets"], f["target_lens"]),
+                _split(f["rows"], f["row_lens"]))
+
+
+def load_eval(config: ml_collections.ConfigDict) -> tuple[list[np.ndarray], list[str]]:
+    """(tokenized eval sources, raw references)."""
+    d = directory(config)
+    with np.load(d / "eval.npz") as f:
+        sources = _split(f["sources"], f["source_lens"])
+    refs = (d / "eval_refs.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    return sources, refs
+
+
+# ---- building it ---------------------------------------------------------------------------
+TextPairs = list[tuple[str, str]]
+
+
+def _norm(text: str, lowercase: bool) -> str:
+    return text.lower() if lowercase else text
+
+
+def build_vocab(config: ml_collections.ConfigDict, files: list[list[str]], out: pathlib.Path
+                ) -> dict:
+    """Write `out/vocab`; `files` are the training "files" (one list of lines per corpus and
+    language, in the reference's order: every source file, then every target file)."""
+    c = config
+    if c.tokenizer == "subword":
+        if c.get("vocab_file"):
+            shutil.copyfile(c.vocab_file, out / "vocab")
+            return {"vocab_origin": "file", "vocab_sha256": _sha256(c.vocab_file)}
+        counts: dict[str, int] = {}
+        for lines in files:  # data_download.py: ~1 MB sample of each file, min_count 6
+            size = sum(len(line.encode("utf-8")) + 1 for line in lines)
+            for token, n in sub.count_tokens(
+                    sub.sample_lines(lines, size, c.vocab_file_byte_limit)).items():
+                counts[token] = counts.get(token, 0) + n
+        sub.save(sub.build(counts, c.vocab_min_count), out / "vocab")
+        return {"vocab_origin": "built", "vocab_min_count": int(c.vocab_min_count)}
+    if c.tokenizer == "sentencepiece":
+        sentences = (_norm(s, c.lowercase) for lines in files for s in lines)
+        spm_tok.train(sentences, c.vocab_size, out / "vocab", c.tokenizer_max_chars)
+        return {"vocab_origin": "sentencepiece"}
+    raise UsageError(f"transformer: unknown tokenizer {c.tokenizer!r}; use subword or "
+                     "sentencepiece.")
+
+
+def pack_order(n_kept: int) -> np.ndarray:
+    """The fixed order in which the kept pairs are packed."""
+    return np.random.default_rng(PACK_SEED).permutation(n_kept)
+
+
+def prepare(config: ml_collections.ConfigDict, read_train: Callable[[], list[TextPairs]],
+            read_eval: Callable[[], TextPairs]) -> pathlib.Path:
+    """Write this config's prepared data (kept when already complete); returns its directory.
+
+    `read_train()` returns the training pairs per corpus (the reference's files), `read_eval()`
+    the eval pairs.
+    """
+    from workloads.transformer import input_pipeline as ip
+
+    c = config
+    final = directory(c)
+    if (final / MANIFEST).is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=final.parent, ignore_cleanup_errors=True) as tmp:
+        out = pathlib.Path(tmp)
+        corpora = read_train()
+        files = [[s for s, _ in pairs] for pairs in corpora]
+        files += [[t for _, t in pairs] for pairs in corpora]
+        info = build_vocab(c, files, out)
+        tok = sub.Subtokenizer(out / "vocab") if c.tokenizer == "subword" else \
+            spm_tok.Tokenizer(out / "vocab")
+        if tok.vocab_size > c.vocab_size:
+            raise UsageError(
+                f"The vocabulary has {tok.vocab_size} subtokens, more than the model's "
+                f"vocab_size={c.vocab_size}; raise --config.vocab_size.")
+        text = [p for pairs in corpora for p in pairs]
+        pairs = ip.tokenize_pairs(tok, text, c.lowercase)
+        kept = ip.keep_indices(pairs, c.max_len)
+        rows = ip.pack_rows(pairs, kept[pack_order(len(kept))], c.max_len)
+        np.savez(
+            out / "train.npz",
+            sources=_flat(pairs.sources), source_lens=[len(x) for x in pairs.sources],
+            targets=_flat(pairs.targets), target_lens=[len(x) for x in pairs.targets],
+            rows=_flat([np.asarray(r, np.int64) for r in rows]),
+            row_lens=[len(r) for r in rows],
+        )
+        eval_text = read_eval()
+        eval_pairs = ip.tokenize_pairs(tok, eval_text, c.lowercase)
+        np.savez(out / "eval.npz", sources=_flat(eval_pairs.sources),
+                 source_lens=[len(x) for x in eval_pairs.sources])
+        refs = [r.replace("\n", " ") for r in eval_pairs.references]
+        (out / "eval_refs.txt").write_text("".join(r + "\n" for r in refs), encoding="utf-8")
+        meta = {
+            "format": FORMAT,
+            "config": {k: _value(c, k) for k in DATA_KEYS},
+            "train_corpus_pairs": [len(p) for p in corpora],
+            "train_pairs": len(text),
+            "train_pairs_kept": len(kept),
+            "train_rows": len(rows),
+            "eval_examples": len(eval_text),
+            "max_eval_source_len": max((len(s) for s in eval_pairs.sources), default=0),
+            "vocab_size": tok.vocab_size,
+            **info,
+        }
+        (out / MANIFEST).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        try:
+            out.rename(final)  # atomic: a run never sees half-prepared data
+        except OSError:  # another process finished the same preparation first
+            if not (final / MANIFEST).is_file():
+                raise
+    return final
+
+
+def _flat(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays).astype(np.int32) if arrays else np.zeros([0], np.int32)
