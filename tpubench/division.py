@@ -249,6 +249,10 @@ WORKLOADS: dict[str, dict[str, Tunable]] = {
             f"{RULES}, Data State at Start of Run: \"Data can start on any durable storage "
             "system\""),
         "cache_dir": Tunable("where the prepared vocabulary is cached, not what it is"),
+        "vocab_file": Tunable(
+            f"{RULES}, Other Uses of Data: \"Input encoding data, such as language vocabulary "
+            "[...] may [be] used during pre-processing\"; the reference loads the published "
+            "vocab.ende.32768 when given it (utils/tokenizer.py)"),
     },
 }
 

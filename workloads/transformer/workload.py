@@ -81,6 +81,8 @@ class TransformerWorkload(Workload):
             c.open_division_reason = (
                 "vocabulary built from tfds-ordered samples of the corpora, not the reference's "
                 "vocab.ende.32768 (give it with --config.vocab_file=PATH for closed division)")
+            with c.unlocked():
+                c.open_reasons = (*tuple(c.get("open_reasons", ())), c.open_division_reason)
         self._host: dict[str, Any] = {}  # manifest, tokenizer and data, loaded on first use
 
     @property
