@@ -46,15 +46,20 @@ def test_bert_evals_start_at_3m_samples_then_every_500k():
     assert c.next_eval(0) == 367 and c.next_eval(367) == c.eval_steps[1]
 
 
-def test_dispatches_are_k_step_blocks_then_one_step_remainders():
+def test_dispatches_are_k_step_blocks_then_one_remainder_block():
     c = Cadence.from_config(_cfg(global_batch_size=32, eval_every_samples=45 * 32,
                                  steps_per_dispatch=16, max_train_samples=90 * 32), 1437)
     assert c.eval_steps == (45, 90)
-    assert c.dispatches(0, 45) == [16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
-    assert sum(c.dispatches(50, 90)) == 40 and c.needs_single_steps(0)
+    assert c.dispatches(0, 45) == [16, 16, 13] and c.dispatches(50, 90) == [16, 16, 8]
+    assert c.remainder_sizes(0) == (13,) and c.remainder_sizes(50) == (8,)
     aligned = Cadence.from_config(_cfg(global_batch_size=32, eval_every_samples=64 * 32,
                                        steps_per_dispatch=16, max_train_samples=128 * 32), 1)
-    assert not aligned.needs_single_steps(0) and aligned.needs_single_steps(3)
+    assert aligned.remainder_sizes(0) == () and aligned.remainder_sizes(3) == (13,)
+    # BERT full: intervals of 61 and 62 steps at K=31 need two extra executables, not 30.
+    bert = Cadence.from_config(_cfg(global_batch_size=8192, eval_offset_samples=2_500_000,
+                                    eval_every_samples=500_000, steps_per_dispatch=31,
+                                    max_train_samples=560 * 8192), 1)
+    assert set(bert.remainder_sizes(0)) <= {26, 30} and len(bert.remainder_sizes(0)) == 2
 
 
 def test_epochs_are_numbered_from_1():

@@ -7,8 +7,8 @@ for BERT, ...). Eval j therefore runs after the first step at or after sample po
 sample points, never by repeating a rounded step interval, so they do not drift.
 
 Between evals the harness dispatches blocks of K = `steps_per_dispatch` steps; where the interval
-is not a multiple of K, the remainder runs as one-step dispatches (a second executable, compiled
-before the clock starts, and only when the schedule needs it).
+is not a multiple of K, the remainder r < K runs as one r-step block (an executable per distinct
+remainder the schedule needs, all compiled before the clock starts).
 
 Rule "Epoch numbering": epochs are numbered from 1. A block that starts after `s` samples starts
 in epoch `1 + s / train_samples`; an eval after `s` samples is logged at `epoch_num = s /
@@ -63,22 +63,20 @@ class Cadence:
 
     def dispatches(self, step: int, stop: int) -> list[int]:
         """Sizes of the dispatches that take the run from `step` to `stop`: K-step blocks, then
-        one-step dispatches for the remainder."""
-        k = self.steps_per_dispatch
-        n = stop - step
-        return [k] * (n // k) + [1] * (n % k)
+        one block of the remainder."""
+        q, r = divmod(stop - step, self.steps_per_dispatch)
+        return [self.steps_per_dispatch] * q + ([r] if r else [])
 
-    def needs_single_steps(self, start_step: int) -> bool:
-        """Whether a run starting at `start_step` ever dispatches a remainder step."""
-        if self.steps_per_dispatch == 1:
-            return False
-        step = start_step
+    def remainder_sizes(self, start_step: int) -> tuple[int, ...]:
+        """The block sizes other than K that a run starting at `start_step` dispatches (each
+        needs its own executable, compiled before run_start)."""
+        sizes, step = set(), start_step
         for stop in self.eval_steps:
             if stop > step:
-                if (stop - step) % self.steps_per_dispatch:
-                    return True
+                sizes.update(n for n in self.dispatches(step, stop)
+                             if n != self.steps_per_dispatch)
                 step = stop
-        return False
+        return tuple(sorted(sizes))
 
 
 def _number(x: float) -> float | int:

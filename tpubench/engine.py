@@ -64,10 +64,10 @@ class JitEngine:
         }
 
     def compile(
-        self, steps_per_dispatch: int, synthetic: bool, single_steps: bool = False
+        self, steps_per_dispatch: int, synthetic: bool, other_sizes: tuple[int, ...] = ()
     ) -> dict[str, Any]:
-        """AOT-compile the train block (and, with `single_steps`, a one-step block for the
-        remainder of an eval interval) and the eval step; returns executables and FLOPs/step."""
+        """AOT-compile the K-step train block, a block of each of `other_sizes` steps (the
+        remainders of eval intervals), and the eval step; returns executables and FLOPs/step."""
         gbs, ebs = self.config.global_batch_size, self.config.eval_batch_size
         state_in = mesh_lib.with_shardings(self.abstract_state, self.state_shardings)
         train_step = steps.make_train_step(self.workload)
@@ -75,14 +75,13 @@ class JitEngine:
         with self.context():
             flops = perf.flops_of(jax.jit(train_step).lower(state_in, batch_in))
             train = self._compile_block(train_step, steps_per_dispatch, synthetic, state_in)
-            single = None
-            if single_steps and steps_per_dispatch > 1:
-                single = self._compile_block(train_step, 1, synthetic, state_in)
+            by_size = {k: self._compile_block(train_step, k, synthetic, state_in)
+                       for k in other_sizes if k != steps_per_dispatch}
             eval_in = self._abstract_batch(ebs, False, self.batch_sharding)
             evaluate = jax.jit(steps.make_eval_step(self.workload)).lower(
                 state_in, eval_in).compile()
             self._gather = self._compile_gather(evaluate)
-        return {"train": train, "train_single": single, "eval": evaluate,
+        return {"train": train, "train_by_size": by_size, "eval": evaluate,
                 "flops_per_step": flops}
 
     def _compile_block(self, train_step, k: int, synthetic: bool, state_in):
@@ -171,7 +170,7 @@ class PmapEngine:
         return jax_utils.replicate(state, self.devices)
 
     def compile(
-        self, steps_per_dispatch: int, synthetic: bool, single_steps: bool = False
+        self, steps_per_dispatch: int, synthetic: bool, other_sizes: tuple[int, ...] = ()
     ) -> dict[str, Any]:
         """pmap-compile the block(s) and eval step (by lowering on abstract per-device shapes)."""
         gbs, ebs = self.config.global_batch_size, self.config.eval_batch_size
@@ -211,18 +210,21 @@ class PmapEngine:
         train = pmapped.lower(*args).compile()
         evaluate = jax.pmap(eval_fn, axis_name=self.axis, devices=self.devices).lower(
             state_in, self._spec(ebs // self.n, False, (self.n,))).compile()
-        single = None
-        if single_steps and steps_per_dispatch > 1:
-            one = steps.make_synthetic_block(
-                train_step, self.workload, 1, gbs // self.n, unroll=self.config.scan_unroll,
+        by_size = {}
+        for k in other_sizes:
+            if k == steps_per_dispatch:
+                continue
+            block_k = steps.make_synthetic_block(
+                train_step, self.workload, k, gbs // self.n, unroll=self.config.scan_unroll,
             ) if synthetic else block
-            one_args = (state_in,) if synthetic else (
-                state_in, self._spec(gbs // self.n, True, (self.n, 1)))
-            single = jax.pmap(one, axis_name=self.axis, donate_argnums=0,
-                              devices=self.devices).lower(*one_args).compile()
+            args_k = (state_in,) if synthetic else (
+                state_in, self._spec(gbs // self.n, True, (self.n, k)))
+            by_size[k] = jax.pmap(block_k, axis_name=self.axis, donate_argnums=0,
+                                  devices=self.devices).lower(*args_k).compile()
         # Metrics come back per device ([devices]-shaped, equal after pmean): the loop reads
         # them on the host, so no eager indexing (a compile) happens on the clock.
-        return {"train": train, "train_single": single, "eval": evaluate, "flops_per_step": flops}
+        return {"train": train, "train_by_size": by_size, "eval": evaluate,
+                "flops_per_step": flops}
 
     def eval_to_host(self, outputs: list[dict[str, jax.Array]]) -> dict[str, np.ndarray]:
         """psum'd scalars come back as [devices] (take one), per-example outputs as

@@ -1,9 +1,9 @@
 """The one supervised time-to-quality loop.
 
-    init_start   mesh, state, AOT compile of the train block(s) + eval step     (untimed)
+    init_start   mesh, state, AOT compile of the train blocks + eval step       (untimed)
     init_stop
     run_start    the clock starts (wall time); only now is the dataset touched
-      block: dispatches of K steps (one-step remainders) up to the next eval point, with no
+      block: dispatches of K steps (and one remainder block) up to the next eval, with no
              device-to-host read inside it (a transfer guard enforces it)
       eval on device; eval_accuracy; stop at target ("success") or budget ("aborted")
     run_stop     the clock stops
@@ -135,7 +135,7 @@ def _run(workload, run, log, mesh, cadence, start_step, source) -> dict:
         _log_header(log, workload, platform)
     eng = engine_lib.create(workload, mesh)
     compiled = eng.compile(cadence.steps_per_dispatch, synthetic=source == "synthetic",
-                           single_steps=cadence.needs_single_steps(start_step or 0))
+                           other_sizes=cadence.remainder_sizes(start_step or 0))
     mgr = checkpoint.manager(run.path, keep=c.checkpoint_keep)
     if resumed:
         state, progress = checkpoint.restore(mgr, eng.abstract_state, eng.state_shardings)
@@ -192,7 +192,8 @@ def _loop(workload, run, log, mesh, cadence, source, eng, compiled, mgr, state, 
                 watch, block_metrics, preempted = Stopwatch(), [], False
                 with jax.transfer_guard_device_to_host("disallow"):
                     for size in cadence.dispatches(step, stop):
-                        fn = compiled["train"] if size == kdisp else compiled["train_single"]
+                        fn = (compiled["train"] if size == kdisp
+                              else compiled["train_by_size"][size])
                         state, metrics = fn(state) if feed is None else fn(state, next(feed))
                         step, dispatch = step + size, dispatch + 1
                         block_metrics.append(metrics)

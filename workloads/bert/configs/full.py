@@ -39,7 +39,7 @@ def get_config():
     # Evals every 62 steps (>= 500K samples) from step 372 (3,047,424 >= 3M samples), the
     # steps Google's JAX record evaluated at: offset 310 steps + 62.
     c.eval_every_samples = 500_000
-    c.eval_offset_samples = 310 * 8192
+    c.eval_offset_samples = 2_500_000  # first eval at the first step >= 3M samples
     c.steps_per_dispatch = 31
 
     c.target_value = rules.target_value("bert")
