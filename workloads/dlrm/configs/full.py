@@ -57,7 +57,7 @@ def get_config():
     c.eval_samples = EVAL_SAMPLES
     c.eval_every_samples = 209_759_885  # 0.05 epoch
     c.max_train_samples = TRAIN_SAMPLES  # one epoch
-    c.steps_per_dispatch = 100  # 3,794 steps per eval: 37 blocks of 100 and one of 94
+    c.steps_per_dispatch = 100  # ~3,794 steps per eval: blocks of 100, then one remainder block
 
     # Optimizer: SGD, linear warmup, constant, poly-2 decay to 0.
     c.learning_rate = 24.0
