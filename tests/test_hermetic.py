@@ -56,15 +56,14 @@ def test_shared_data_needs_every_folder_the_tests_read(tmp_path):
 def test_user_level_paths_point_into_the_session_dir(hermetic_dir):
     """tpubench's cache (perf.py's CPU peak, the tokenizer cache), XDG, matplotlib and tfds write
     into this session's directory, here and in child processes; nothing under ~/.cache/tpubench.
-    Bites: conftest setting TPUBENCH_CACHE_DIR after tpubench.perf was imported, or setdefault
-    (a user's own value would win)."""
+    Bites: conftest using setdefault (a user's own value would win)."""
     from tpubench import perf
 
-    assert perf.CACHE_DIR == hermetic_dir / "tpubench_cache"
+    assert perf.cache_dir() == hermetic_dir / "tpubench_cache"
     for name, sub in conftest.HERMETIC_DIRS.items():
         assert pathlib.Path(os.environ[name]) == hermetic_dir / sub
     child = subprocess.run(
-        [sys.executable, "-c", "from tpubench import perf; print(perf.CACHE_DIR)"],
+        [sys.executable, "-c", "from tpubench import perf; print(perf.cache_dir())"],
         capture_output=True, text=True, check=True, cwd=conftest.REPO)
     assert child.stdout.strip() == str(hermetic_dir / "tpubench_cache")
     assert "JAX_COMPILATION_CACHE_DIR" not in os.environ
