@@ -228,6 +228,27 @@ def test_lamb_does_not_decay_layer_norms_and_biases():
     np.testing.assert_allclose(updates["layer_0"]["intermediate"]["kernel"], -kernel, rtol=1e-5)
 
 
+def test_adamw_option_decays_like_adamw_and_skips_layer_norms_and_biases():
+    """`optimizer="adamw"`: with zero gradients the update is -lr * weight_decay * param on
+    kernels (AdamW's decoupled decay, no trust ratio) and zero on LayerNorms and biases; an
+    unknown optimizer name is a usage error.
+    Bites: dispatching "adamw" to LAMB (the kernel update is -lr * ||w||/||w|| * w = -w)."""
+    w = BertWorkload(_config("smoke", optimizer="adamw", learning_rate=1.0,
+                             lamb_weight_decay=0.5))
+    params, _ = jax.jit(lambda r: nn.meta.unbox(w.init(r)))(jax.random.PRNGKey(0))
+    tx = w.optimizer()
+    updates, _ = jax.jit(
+        lambda p: tx.update(jax.tree.map(jnp.zeros_like, p), tx.init(p), p)
+    )(params)
+    assert float(jnp.abs(updates["layer_0"]["output_layer_norm"]["scale"]).max()) == 0.0
+    assert float(jnp.abs(updates["mlm_output_bias"]).max()) == 0.0
+    kernel = params["layer_0"]["intermediate"]["kernel"]
+    np.testing.assert_allclose(updates["layer_0"]["intermediate"]["kernel"], -0.5 * kernel,
+                               rtol=1e-5)
+    with pytest.raises(UsageError, match="optimizer='sgd'"):
+        BertWorkload(_config("smoke", optimizer="sgd")).check_data()
+
+
 # ---- data ---------------------------------------------------------------------------------------
 def test_shakespeare_split_vocab_and_baseline():
     corpus = shakespeare.ShakespeareCorpus(4096)

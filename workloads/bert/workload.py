@@ -29,6 +29,7 @@ from workloads.bert import input_pipeline, shakespeare, tf_checkpoint
 from workloads.bert.model import BertConfig, BertForPreTraining
 
 DATA_SOURCES = ("tfrecord", "shakespeare", "synthetic")
+OPTIMIZERS = ("lamb", "adamw")  # "adamw": the mini only (LAMB is the reference)
 TFRECORD_HINT = (
     "Prepare the MLPerf v0.7 BERT data as the reference describes "
     "(github.com/mlcommons/training, language_model/tensorflow/bert: download the 2020-01-01 "
@@ -165,7 +166,9 @@ class BertWorkload(Workload):
         return jnp.where(warm_step < c.warmup_steps, warmup, decayed)
 
     def optimizer(self) -> optax.GradientTransformation:
-        """optax LAMB; LayerNorm params and biases get no weight decay (as in the reference)."""
+        """optax LAMB (`config.optimizer="lamb"`, the reference) or AdamW ("adamw", the mini),
+        with the same betas, epsilon, weight decay and schedule; LayerNorm params and biases get
+        no weight decay (as in the reference)."""
         c = self.config
 
         def decay_mask(params: PyTree) -> PyTree:
@@ -175,7 +178,8 @@ class BertWorkload(Workload):
 
             return jax.tree_util.tree_map_with_path(decays, params)
 
-        return optax.lamb(
+        make = optax.adamw if c.get("optimizer", "lamb") == "adamw" else optax.lamb
+        return make(
             learning_rate=self.learning_rate, b1=c.lamb_beta_1, b2=c.lamb_beta_2,
             eps=c.lamb_epsilon, weight_decay=c.lamb_weight_decay, mask=decay_mask,
         )
@@ -203,6 +207,10 @@ class BertWorkload(Workload):
     # ---- data ------------------------------------------------------------------------------
     def check_data(self) -> None:
         c = self.config
+        if c.get("optimizer", "lamb") not in OPTIMIZERS:
+            raise UsageError(
+                f"Unknown --config.optimizer={c.optimizer!r} for bert; use one of {OPTIMIZERS}."
+            )
         if c.data_source not in DATA_SOURCES:
             raise UsageError(
                 f"Unknown data_source {c.data_source!r} for bert; use one of {DATA_SOURCES}."

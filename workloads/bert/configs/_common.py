@@ -33,7 +33,9 @@ def bert_base_config() -> ml_collections.ConfigDict:
     c.eval_file_pattern = "eval_10k*"
     c.shuffle_buffer_size = 10_000
 
-    # LAMB and the reference's warmup + polynomial-decay schedule.
+    # LAMB and the reference's warmup + polynomial-decay schedule. `optimizer="adamw"` (the mini)
+    # uses the same betas, epsilon, weight decay and schedule with AdamW.
+    c.optimizer = "lamb"
     c.learning_rate = 1e-3
     c.lamb_beta_1 = 0.9
     c.lamb_beta_2 = 0.999
