@@ -373,3 +373,19 @@ def test_preemption_phases_decide_what_sigterm_does():
     assert flag.reached(2)
     preemption.set_phase(preemption.INIT)  # a new run clears it
     assert not flag.reached(3)
+
+
+def test_the_run_handles_sigterm_whatever_handler_was_there_before(tmp_path, monkeypatch):
+    """Library use after something replaced the handler `install()` set (a launcher, a test):
+    the run installs its own for its duration and restores the other one after. Bites: trusting
+    a flag set by an earlier `install()` (the run is then killed by SIGTERM)."""
+    preemption.install()
+    replaced = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        assert replaced is preemption._handle
+        _sigterm_after(monkeypatch, 5)
+        s = train.train_and_evaluate(_cfg(max_train_samples=20 * 32), tmp_path / "run")
+        assert s["status"] == "preempted" and s["step"] == 5
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -34,7 +34,6 @@ class _State:
     def __init__(self) -> None:
         self.phase = INIT
         self.event = threading.Event()
-        self.installed = False
 
 
 _STATE = _State()
@@ -53,12 +52,12 @@ def install() -> None:
     """Route SIGTERM through this module from now on (main thread only; idempotent)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _handle)
-        _STATE.installed = True
 
 
 def installed() -> bool:
-    """Whether `install()` has run in this process."""
-    return _STATE.installed
+    """Whether this module's handler is SIGTERM's handler right now (something else, e.g. a
+    launcher that forwards signals, may have replaced it since `install()`)."""
+    return signal.getsignal(signal.SIGTERM) is _handle
 
 
 def set_phase(phase: str) -> None:
@@ -80,7 +79,7 @@ class Flag:
         self._previous: Any = None
 
     def __enter__(self) -> Flag:
-        if self._process_count == 1 and not _STATE.installed:
+        if self._process_count == 1 and not installed():
             if threading.current_thread() is threading.main_thread():
                 self._previous = signal.signal(signal.SIGTERM, _handle)
         return self
