@@ -189,20 +189,30 @@ def _wait_for(predicate, timeout=300.0):
     raise AssertionError("timed out")
 
 
+def _sigterm_once_logged(workdir, key: str) -> str:
+    """Start the shortened mini, SIGTERM it once its log has `key`; assert exit 0; stderr."""
+    child = _spawn(workdir)
+    log = workdir / "mlperf_log.txt"
+    _wait_for(lambda: log.exists() and key in log.read_text())
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err[-2000:]
+    return err
+
+
+def _rerun(workdir) -> subprocess.CompletedProcess:
+    return runs.run_main("resnet", "mini", workdir, *(f"--config.{k}={v}"
+                                                      for k, v in SHORT.items()))
+
+
 def test_sigterm_during_init_exits_cleanly_and_the_rerun_starts_over(tmp_path):
     """Bites: without the handler installed at process start, SIGTERM kills the process (exit
     -15, the code a preemptible VM's scheduler reads as a crash)."""
     workdir = tmp_path / "run"
-    child = _spawn(workdir)
-    _wait_for(lambda: (workdir / "mlperf_log.txt").exists()
-              and "init_start" in (workdir / "mlperf_log.txt").read_text())
-    child.send_signal(signal.SIGTERM)
-    _, err = child.communicate(timeout=300)
-    assert child.returncode == 0, err[-2000:]
+    err = _sigterm_once_logged(workdir, "init_start")
     assert "SIGTERM before run_start" in err and "Traceback" not in err
     assert checkpoint.latest_step(workdir) is None
-    proc = runs.run_main("resnet", "mini", workdir, *(f"--config.{k}={v}"
-                                                      for k, v in SHORT.items()))
+    proc = _rerun(workdir)
     assert proc.returncode == 1, proc.stderr[-2000:]  # aborted at the budget: exit 1
     assert runs.summary(workdir)["attempts"] == 1
     assert (workdir / "mlperf_log.failed_attempt0.txt").exists()  # kept, never scored
@@ -213,15 +223,9 @@ def test_sigterm_right_after_run_start_saves_and_the_rerun_resumes(tmp_path):
     """The case a new user hit: SIGTERM just after run_start. Bites: a handler installed only
     once the loop starts lets this signal kill the process with no checkpoint."""
     workdir = tmp_path / "run"
-    child = _spawn(workdir)
-    _wait_for(lambda: (workdir / "mlperf_log.txt").exists()
-              and "run_start" in (workdir / "mlperf_log.txt").read_text())
-    child.send_signal(signal.SIGTERM)
-    _, err = child.communicate(timeout=300)
-    assert child.returncode == 0, err[-2000:]
+    _sigterm_once_logged(workdir, "run_start")
     assert checkpoint.latest_step(workdir) is not None
-    proc = runs.run_main("resnet", "mini", workdir, *(f"--config.{k}={v}"
-                                                      for k, v in SHORT.items()))
+    proc = _rerun(workdir)
     assert proc.returncode == 1, proc.stderr[-2000:]
     s = runs.summary(workdir)
     assert s["resumed"] is True and s["attempts"] == 2 and s["steps"] == 60
@@ -366,13 +370,22 @@ def test_preemption_phases_decide_what_sigterm_does():
     preemption.set_phase(preemption.INIT)
     with pytest.raises(preemption.PreemptedBeforeRun):
         preemption._handle(signal.SIGTERM, None)
+    preemption.reset()
     preemption.set_phase(preemption.RUN)
     flag = preemption.Flag(process_count=1)
     assert not flag.reached(1)
     preemption._handle(signal.SIGTERM, None)
     assert flag.reached(2)
-    preemption.set_phase(preemption.INIT)  # a new run clears it
+    preemption.reset()  # a new run in the same process starts clean
+    preemption.set_phase(preemption.INIT)
     assert not flag.reached(3)
+    with pytest.raises(preemption.PreemptedBeforeRun):  # a swallowed raise is caught again
+        try:
+            preemption._handle(signal.SIGTERM, None)
+        except preemption.PreemptedBeforeRun:
+            pass
+        preemption.check_before_run()
+    preemption.reset()
 
 
 def test_the_run_handles_sigterm_whatever_handler_was_there_before(tmp_path, monkeypatch):

@@ -39,13 +39,27 @@ class _State:
 _STATE = _State()
 
 
+_BEFORE_RUN = ("SIGTERM before run_start: nothing was trained, so nothing was saved. Rerun the "
+               "same command to start the run over.")
+
+
 def _handle(signum: int, frame: Any) -> None:
-    if _STATE.phase == INIT:
-        raise PreemptedBeforeRun(
-            "SIGTERM before run_start: nothing was trained, so nothing was saved. Rerun the same "
-            "command to start the run over."
-        )
     _STATE.event.set()
+    if _STATE.phase == INIT:
+        raise PreemptedBeforeRun(_BEFORE_RUN)
+
+
+def check_before_run() -> None:
+    """Raise `PreemptedBeforeRun` if SIGTERM came during init. The handler raises at once, but
+    Python drops an exception raised while a finaliser or GC callback runs (seen with JAX's),
+    so the loop asks again before run_start."""
+    if _STATE.event.is_set():
+        raise PreemptedBeforeRun(_BEFORE_RUN)
+
+
+def reset() -> None:
+    """Forget an earlier SIGTERM (a new run in the same process, e.g. a notebook)."""
+    _STATE.event.clear()
 
 
 def install() -> None:
@@ -63,8 +77,6 @@ def installed() -> bool:
 def set_phase(phase: str) -> None:
     """Enter `init`, `run` or `finish` (the train loop calls this)."""
     _STATE.phase = phase
-    if phase == INIT:
-        _STATE.event.clear()
 
 
 class Flag:

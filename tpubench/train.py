@@ -31,7 +31,6 @@ from tpubench import mesh as mesh_lib
 from tpubench import mllog as mllog_lib
 from tpubench.cadence import Cadence, block_first_epoch, epochs_trained
 from tpubench.clock import Clock, Stopwatch, now_unix
-from tpubench.errors import UsageError  # noqa: F401  (re-exported for callers)
 from tpubench.mllog import constants as K
 from tpubench.results import RunDir
 from tpubench.workload import Workload
@@ -112,6 +111,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         return _run(workload, run, log, mesh, cadence, start_step, source)
     finally:
         log.close()
+        preemption.reset()
 
 
 def _dispatch_sizes(cadence: Cadence, step: int) -> Iterator[int]:
@@ -150,7 +150,8 @@ def _run(workload, run, log, mesh, cadence, start_step, source) -> dict:
         log.event(K.TRAIN_SAMPLES, workload.train_samples)
         log.event(K.EVAL_SAMPLES, workload.eval_samples)
     progress["attempts"] += 1
-    step = int(np.asarray(jax.device_get(eng.for_checkpoint(state).step)))
+    preemption.check_before_run()
+    step = start_step or 0  # the restored checkpoint's step (no device read of the state)
     jax.block_until_ready(state)
     if resumed:
         # On the clock (it never pauses): the outage and this re-init count.
