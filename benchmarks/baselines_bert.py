@@ -39,8 +39,8 @@ def eval_set(config) -> tuple[shakespeare.ShakespeareCorpus, dict[str, np.ndarra
     """The corpus and the fixed eval examples exactly as the workload builds them."""
     corpus = shakespeare.ShakespeareCorpus(int(config.model.vocab_size))
     examples = shakespeare.eval_examples(
-        corpus, int(config.eval_samples), int(config.max_seq_length),
-        int(config.max_predictions_per_seq),
+        corpus, int(config.eval.samples), int(config.data.max_seq_length),
+        int(config.data.max_predictions_per_seq),
     )
     return corpus, examples
 

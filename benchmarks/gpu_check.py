@@ -83,11 +83,12 @@ def throughput(tiny: bool, steps: int, batch: int) -> list[dict]:
     rows = []
     for dtype in ("bfloat16", "float32"):
         if tiny:
-            overrides = {"model.stage_sizes": (1, 1), "global_batch_size": 8,
-                         "eval_batch_size": 8, "dtype": dtype}
+            overrides = {"model.stage_sizes": (1, 1), "data.global_batch_size": 8,
+                         "eval.batch_size": 8, "model.dtype": dtype}
             row = resnet_throughput.measure("smoke", overrides, steps)
         else:
-            overrides = {"global_batch_size": batch, "eval_batch_size": batch, "dtype": dtype}
+            overrides = {"data.global_batch_size": batch, "eval.batch_size": batch,
+                         "model.dtype": dtype}
             row = resnet_throughput.measure("full", overrides, steps)
         row["mfu_ok"] = row["mfu"] is not None and 0.0 < row["mfu"] <= 1.0
         rows.append(row)
@@ -107,15 +108,15 @@ def mini(tiny: bool) -> dict:
         note = "sklearn digits: time to target"
     else:  # the mini's data is sklearn's digits: exercise the loop on synthetic data instead
         cfg = config_lib.load("resnet", "mini", {
-            "data_source": "synthetic", "max_train_samples": (2 if tiny else 10) * 1440})
+            "data.source": "synthetic", "run.max_train_samples": (2 if tiny else 10) * 1440})
         note = "sklearn absent: synthetic data for a fixed budget, no time to target"
     cfg.workload = cfg.workload or "resnet"
     with tempfile.TemporaryDirectory() as tmp:
         s = train.train_and_evaluate(cfg, pathlib.Path(tmp) / "run")
     keys = ("status", "final_quality", "target", "time_to_target_s", "run_time_s", "init_s",
             "steps", "train_examples_per_s", "mfu", "peak_flops", "platform")
-    out = {k: s.get(k) for k in keys} | {"data_source": cfg.data_source, "note": note}
-    print(f"  mini ({cfg.data_source}): {out['status']} at step {out['steps']}, quality "
+    out = {k: s.get(k) for k in keys} | {"data_source": cfg.data.source, "note": note}
+    print(f"  mini ({cfg.data.source}): {out['status']} at step {out['steps']}, quality "
           f"{out['final_quality']}, time to target {out['time_to_target_s']} s, init "
           f"{out['init_s']:.1f} s", flush=True)
     return out

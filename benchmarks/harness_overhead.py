@@ -26,8 +26,8 @@ from workloads.resnet import input_pipeline
 
 
 def tpubench_examples_per_s(epochs: int) -> float:
-    cfg = config_lib.load("resnet", "mini", {"target_value": 1.1})  # never stops early
-    cfg.max_train_samples = epochs * cfg.eval_every_samples
+    cfg = config_lib.load("resnet", "mini", {"eval.target_value": 1.1})  # never stops early
+    cfg.run.max_train_samples = epochs * cfg.eval.every_samples
     with tempfile.TemporaryDirectory() as d:
         s = train.train_and_evaluate(cfg, d)
     return s["train_examples_per_s"]
@@ -49,7 +49,7 @@ def hand_loop_examples_per_s(epochs: int) -> float:
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), ms, opt_state, loss
 
-    n_steps = epochs * cfg.eval_every_samples // cfg.global_batch_size
+    n_steps = epochs * cfg.eval.every_samples // cfg.data.global_batch_size
     it = input_pipeline.mnist5k_train(cfg, 0, 0, 1)
     batches = [next(it) for _ in range(n_steps)]
     rng = jax.random.PRNGKey(1)
@@ -58,7 +58,7 @@ def hand_loop_examples_per_s(epochs: int) -> float:
     for b in batches:
         params, model_state, opt_state, loss = step(params, model_state, opt_state, b, rng)
     loss.block_until_ready()
-    return n_steps * cfg.global_batch_size / (time.perf_counter() - t)
+    return n_steps * cfg.data.global_batch_size / (time.perf_counter() - t)
 
 
 def main() -> None:

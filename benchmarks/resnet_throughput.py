@@ -24,13 +24,13 @@ from tpubench import mesh as mesh_lib
 def measure(name: str, overrides: dict, steps_timed: int) -> dict:
     """Compile `name`'s train step (synthetic data, K=1), run it `steps_timed` times after one
     untimed run, and return the figures (median step time; MFU NaN if above 100%: a bug)."""
-    cfg = config_lib.load("resnet", name, dict(overrides, data_source="synthetic",
-                                                steps_per_dispatch=1))
+    cfg = config_lib.load("resnet", name, {**overrides, "data.source": "synthetic",
+                                           "run.steps_per_dispatch": 1})
     w = registry.create(cfg)
     t = time.perf_counter()
     eng = engine.JitEngine(w, mesh_lib.build_mesh(cfg))
     compiled = eng.compile(1, synthetic=True)
-    state = eng.init_state(cfg.seed)
+    state = eng.init_state(cfg.run.seed)
     jax.block_until_ready(state)
     init_s = time.perf_counter() - t
     state, m = compiled["train"](state)  # first run (allocations), not timed
@@ -43,15 +43,15 @@ def measure(name: str, overrides: dict, steps_timed: int) -> dict:
         times.append(time.perf_counter() - t)
     step_s = statistics.median(times)
     devices = jax.devices()
-    peak = perf.peak_flops(devices, cfg.dtype)
+    peak = perf.peak_flops(devices, cfg.model.dtype)
     flops = compiled["flops_per_step"]
     loss = float(m["last_loss"])
-    return {"config": name, "dtype": cfg.dtype, "batch": cfg.global_batch_size,
-            "image": cfg.image_size, "device_kind": devices[0].device_kind,
+    return {"config": name, "dtype": cfg.model.dtype, "batch": cfg.data.global_batch_size,
+            "image": cfg.data.image_size, "device_kind": devices[0].device_kind,
             "devices": len(devices), "chips": chips.chip_count(devices),
             "matmul_precision": perf.matmul_precision(), "init_compile_s": init_s,
             "step_s": step_s, "steps_timed": steps_timed,
-            "images_per_s": cfg.global_batch_size / step_s, "gflop_per_step": flops / 1e9,
+            "images_per_s": cfg.data.global_batch_size / step_s, "gflop_per_step": flops / 1e9,
             "mfu": perf.mfu(flops, 1, step_s, peak), "peak_gflops": peak / 1e9,
             "last_loss": loss if math.isfinite(loss) else None}
 
@@ -63,8 +63,8 @@ def main() -> None:
     p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     args = p.parse_args()
     rows = [measure("mini", {}, 20),
-            measure("full", {"global_batch_size": args.full_batch, "eval_batch_size":
-                             args.full_batch, "dtype": args.dtype}, args.steps)]
+            measure("full", {"data.global_batch_size": args.full_batch, "eval.batch_size":
+                             args.full_batch, "model.dtype": args.dtype}, args.steps)]
     print(f"{jax.devices()[0].device_kind}: peak {rows[1]['peak_gflops']:.1f} GFLOP/s "
           f"({args.dtype}; CPU: measured f32 matmul), {jax.device_count()} device(s)")
     print("| config | batch | image | init+compile s | step s | images/s | GFLOP/step | MFU |")

@@ -1,7 +1,7 @@
 """Render and submit a SLURM batch job: N nodes x G GPUs, one tpubench process per GPU.
 
     python launch/slurm.py --workload=resnet --config=full --nodes=4 --gpus-per-node=8 \
-        [--partition=P] [--account=A] [--time=04:00:00] [--dry-run] [-- --config.seed=1 ...]
+        [--partition=P] [--account=A] [--time=04:00:00] [--dry-run] [-- --config.run.seed=1 ...]
 
 The script (from `launch/templates/slurm.sbatch`) runs
 `srun python -m workloads.<workload>.main --config=...` on every task; JAX finds the cluster in the

@@ -54,5 +54,5 @@ def train_bert_mini(workdir, seed: int = 0, **overrides) -> dict:
     from tpubench import config as config_lib
     from tpubench import train
 
-    cfg = config_lib.load("bert", "mini", {"seed": seed, **overrides})
+    cfg = config_lib.load("bert", "mini", {"run.seed": seed, **overrides})
     return train.train_and_evaluate(cfg, workdir)

@@ -29,9 +29,9 @@ jax.config.update("jax_threefry_partitionable", True)
 # The smoke ResNet cut to two one-block stages of 16 and 32 filters on 16x16x3 images (compile
 # time is what these tests spend), with a schedule long enough that the first steps move the
 # params: LARS, lr 2.0 decaying over 10 steps of 16 examples.
-BASE = {"global_batch_size": 16, "eval_batch_size": 16, "train_samples": 160,
-        "optimizer.warmup_epochs": 0.0, "optimizer.train_epochs": 1.0, "image_size": 16,
-        "model.stage_sizes": (1, 1), "model.num_filters": 16, "fsdp_min_size": 4096}
+BASE = {"data.global_batch_size": 16, "eval.batch_size": 16, "data.train_samples": 160,
+        "schedule.warmup_steps": 0, "schedule.train_steps": 10, "data.image_size": 16,
+        "model.stage_sizes": (1, 1), "model.num_filters": 16, "run.fsdp_min_size": 4096}
 STEPS = 3
 # The largest conv kernel, (3, 3, 32, 32) = 9216 values: above fsdp_min_size, so FSDP shards it;
 # a BN scale (32,) is below it and stays replicated.
@@ -89,10 +89,10 @@ def run_strategy(overrides: dict[str, Any], devices: list[Any]) -> dict[str, Any
     mesh = mesh_lib.build_mesh(cfg, devices=devices)
     eng = engine_lib.create(workload, mesh)
     compiled = eng.compile(1, synthetic=False)
-    state = eng.init_state(cfg.seed)
+    state = eng.init_state(cfg.run.seed)
     losses = []
     with eng.context():
-        for batch in batches(STEPS, cfg.global_batch_size):
+        for batch in batches(STEPS, cfg.data.global_batch_size):
             block = {k: v[None] for k, v in batch.items()}
             state, metrics = compiled["train"](state, eng.put(block, block=True))
             losses.append(float(np.ravel(metrics["last_loss"])[0]))  # pmap: one per device
@@ -112,11 +112,11 @@ def run_strategy(overrides: dict[str, Any], devices: list[Any]) -> dict[str, Any
 STRATEGIES: dict[str, tuple[dict[str, Any], int]] = {
     # name: (config overrides, number of devices)
     "single": ({}, 1),
-    "data": ({"mesh.data": 8}, 8),
-    "fsdp": ({"mesh.data": 1, "mesh.fsdp": -1}, 8),
-    "mixed": ({"mesh.data": 2, "mesh.fsdp": 2, "mesh.tensor": 2}, 8),
-    "data_bn2": ({"mesh.data": 8, "model_bn_span": 2}, 8),
-    "pmap": ({"parallelism": "pmap"}, 8),
+    "data": ({"run.mesh.data": 8}, 8),
+    "fsdp": ({"run.mesh.data": 1, "run.mesh.fsdp": -1}, 8),
+    "mixed": ({"run.mesh.data": 2, "run.mesh.fsdp": 2, "run.mesh.tensor": 2}, 8),
+    "data_bn2": ({"run.mesh.data": 8, "model.bn_span": 2}, 8),
+    "pmap": ({"run.parallelism": "pmap"}, 8),
 }
 
 
@@ -125,8 +125,8 @@ def strategies() -> dict[str, Any]:
     return {name: run_strategy(o, jax.devices()[:n]) for name, (o, n) in STRATEGIES.items()}
 
 
-SAVE_OVERRIDES = {"mesh.data": -1}
-RESTORE_OVERRIDES = {"mesh.data": 1, "mesh.fsdp": -1}
+SAVE_OVERRIDES = {"run.mesh.data": -1}
+RESTORE_OVERRIDES = {"run.mesh.data": 1, "run.mesh.fsdp": -1}
 SAVED_STEPS = 3
 
 
@@ -137,10 +137,10 @@ def save(workdir: str) -> dict[str, Any]:
     workload = registry.create(cfg)
     eng = engine_lib.JitEngine(workload, mesh_lib.build_mesh(cfg))
     compiled = eng.compile(1, synthetic=False)
-    state = eng.init_state(cfg.seed)
+    state = eng.init_state(cfg.run.seed)
     initial = _flat(jax.device_get(state))
     with eng.context():
-        for batch in batches(SAVED_STEPS, cfg.global_batch_size):
+        for batch in batches(SAVED_STEPS, cfg.data.global_batch_size):
             state, _ = compiled["train"](state, eng.put({k: v[None] for k, v in batch.items()},
                                                         block=True))
     progress = {"elapsed_s": 1.5, "history": [{"samples": 48, "quality": 0.25}], "attempts": 1}
@@ -215,8 +215,8 @@ def dlrm_eval(workdir: str, data_dir: str, eval_samples: str) -> dict[str, Any]:
     dlrm.DLRMWorkload.eval_finalize = recording_finalize
     n = int(eval_samples)
     cfg = config_lib.load("dlrm", "smoke", {
-        "data_source": "criteo_tsv", "data_dir": data_dir, "eval_samples": n,
-        "eval_every_samples": 64, "max_train_samples": 64, "mesh.data": -1})
+        "data.source": "criteo_tsv", "data.dir": data_dir, "eval.samples": n,
+        "eval.every_samples": 64, "run.max_train_samples": 64, "run.mesh.data": -1})
     summary = train.train_and_evaluate(cfg, workdir)
     np.savez(f"{workdir}/eval_p{jax.process_index()}.npz", **seen)
     return {"status": summary["status"], "final_quality": summary["final_quality"],

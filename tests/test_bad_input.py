@@ -33,18 +33,18 @@ def test_unknown_config_lists_the_workloads_configs(tmp_path):
 def test_unknown_config_key_is_refused_not_added(tmp_path):
     proc = runs.tpubench("run", "resnet", "--config=mini", "--config.batch_size=64",
                          f"--workdir={tmp_path / 'w'}")
-    _assert_usage_error(proc, "Unknown config key 'batch_size'", "global_batch_size",
+    _assert_usage_error(proc, "Unknown config key 'batch_size'", "--config.eval.batch_size",
                         workdir=tmp_path / "w")
 
 
 def test_mistyped_value_is_refused(tmp_path):
-    proc = runs.tpubench("run", "resnet", "--config=mini", "--config.global_batch_size=lots",
+    proc = runs.tpubench("run", "resnet", "--config=mini", "--config.data.global_batch_size=lots",
                          f"--workdir={tmp_path / 'w'}")
     _assert_usage_error(proc, "global_batch_size", workdir=tmp_path / "w")
 
 
 def test_mesh_that_does_not_fit_the_devices(tmp_path):
-    proc = runs.tpubench("run", "resnet", "--config=smoke", "--config.mesh.data=3",
+    proc = runs.tpubench("run", "resnet", "--config=smoke", "--config.run.mesh.data=3",
                          f"--workdir={tmp_path / 'w'}",
                          XLA_FLAGS="--xla_force_host_platform_device_count=2")
     _assert_usage_error(proc, "has 3 devices but this host sees 2", "-1",
@@ -52,7 +52,7 @@ def test_mesh_that_does_not_fit_the_devices(tmp_path):
 
 
 def test_batch_not_divisible_by_the_data_axis(tmp_path):
-    proc = runs.tpubench("run", "resnet", "--config=smoke", "--config.global_batch_size=9",
+    proc = runs.tpubench("run", "resnet", "--config=smoke", "--config.data.global_batch_size=9",
                          f"--workdir={tmp_path / 'w'}",
                          XLA_FLAGS="--xla_force_host_platform_device_count=2")
     _assert_usage_error(proc, "global_batch_size=9 does not divide", "multiple of 2",
@@ -61,13 +61,13 @@ def test_batch_not_divisible_by_the_data_axis(tmp_path):
 
 def test_missing_tfds_dataset_says_how_to_prepare_it(tmp_path):
     proc = runs.tpubench("run", "resnet", "--config=full", f"--workdir={tmp_path / 'w'}",
-                         f"--config.data_dir={tmp_path / 'no_data'}")
-    _assert_usage_error(proc, "imagenet2012", "tfds build imagenet2012", "data_source=synthetic",
+                         f"--config.data.dir={tmp_path / 'no_data'}")
+    _assert_usage_error(proc, "imagenet2012", "tfds build imagenet2012", "data.source=synthetic",
                         workdir=tmp_path / "w")
 
 
 def test_the_absl_entry_point_gives_the_same_errors(tmp_path):
-    proc = runs.run_main("resnet", "full", tmp_path / "w", f"--config.data_dir={tmp_path / 'x'}")
+    proc = runs.run_main("resnet", "full", tmp_path / "w", f"--config.data.dir={tmp_path / 'x'}")
     _assert_usage_error(proc, "tfds build imagenet2012", workdir=tmp_path / "w")
 
 
@@ -145,8 +145,8 @@ def test_absl_main_of_every_workload_refuses_bad_input(tmp_path, capsys, workloa
         ((w,), "Missing --config"),
         ((f"--config=workloads/{other}/configs/smoke.py", w),
          f"is a '{other}' config, not a '{workload}'"),
-        (("--config=smoke", w, "--config.seed", "3"), "Override 'seed' has no value"),
-        (("--config=smoke", w, "--config.seed=three"), "--config.seed"),
+        (("--config=smoke", w, "--config.run.seed"), "Missing value for flag --config.run.seed"),
+        (("--config=smoke", w, "--config.run.seed=three"), "--config.run.seed"),
     ]
     for args, phrase in cases:
         _assert_refused(*_absl(capsys, workload, *args), phrase)
@@ -161,27 +161,29 @@ def test_run_refuses_bad_input(tmp_path, capsys):
     existing.write_text("keep me\n")
     w = f"--workdir={tmp_path / 'w'}"
     cases = [
-        (("run", "resnet", w), "the following arguments are required: --config"),
+        (("run", "resnet", w), "Missing --config"),
         (("run", "--config=mini", w), "the following arguments are required: workload"),
-        (("run", "resnet", "--config=mini", w, "--bogus"), "unrecognized arguments: --bogus"),
-        (("run", "resnet", "--config=mini", w, "--config.seed"), "Override 'seed' has no value"),
+        (("run", "resnet", "--config=mini", w, "--bogus"), "Unknown command line flag 'bogus'"),
+        (("run", "resnet", "--config=mini", w, "stray"), "unrecognized arguments: stray"),
+        (("run", "resnet", "--config=mini", w, "--config.run.seed"),
+         "Missing value for flag --config.run.seed"),
         (("run", "resnet", "--config=workloads/dlrm/configs/smoke.py", w),
          "is a 'dlrm' config, not a 'resnet'"),
         (("run", "resnet", "--config=mini", f"--workdir={existing}"), "is a file"),
         (("run", "resnet", "--config=mini", f"--workdir={existing / 'x'}"), "is a file"),
         (("run", "resnet", "--config=mini", f"--results_root={existing}"), "is a file"),
-        (("run", "resnet", "--config=mini", w, "--config.mesh=3"), "mesh.data=..."),
+        (("run", "resnet", "--config=mini", w, "--config.run.mesh=3"), "run.mesh.data=..."),
         (("run", "resnet", "--config=mini", w, "--config.model.depth=3"), "model.depth"),
-        (("run", "resnet", "--config=mini", w, "--config.global_batch_size=[1]"),
-         "expects int (like 32)"),
-        (("run", "resnet", "--config=mini", w, "--config.open_reasons=x"),
+        (("run", "resnet", "--config=mini", w, "--config.data.global_batch_size=[1]"),
+         "flag --config.data.global_batch_size=[1]: invalid literal for int()"),
+        (("run", "resnet", "--config=mini", w, "--config.submission.open_reasons=x"),
          "cannot be overridden"),
         (("run", "resnet", "--config=mini", w, "--config.workload=bert"),
          "cannot be overridden"),
         (("run", "resnet", "--config=mini", w, "--config.is_mlperf=true"), "never makes one"),
-        (("run", "resnet", "--config=mini", w, "--config.submission_division=closed"),
+        (("run", "resnet", "--config=mini", w, "--config.submission.division=closed"),
          "only an MLPerf config"),
-        (("run", "resnet", "--config=full", w, "--config.submission_division=semi"),
+        (("run", "resnet", "--config=full", w, "--config.submission.division=semi"),
          "'closed' or 'open'"),
         (("frobnicate",), "Unknown command 'frobnicate'"),
     ]
@@ -219,11 +221,11 @@ def test_list_check_and_launch_refuse_bad_input(tmp_path, capsys):
 def test_the_same_bad_override_gives_the_same_error_from_both_entry_points(tmp_path, capsys):
     """One parser: `tpubench run` and the absl main print the same paragraph.
     Bites: `tpubench run` parsing overrides its own way (literal_eval'd values handed to
-    config.load: --config.seed=True became seed 1, tried)."""
+    config.load: --config.run.seed=True became seed 1, tried)."""
     w = f"--workdir={tmp_path / 'w'}"
-    for bad in ("--config.global_batch_size=1.5", "--config.is_mlperf=maybe",
+    for bad in ("--config.data.global_batch_size=1.5", "--config.is_mlperf=maybe",
                 "--config.optimizer.nope=1", "--config.model.stage_sizes=oops",
-                "--config.seed=True", "--config.mesh=3", "--config.nope.deeper=1"):
+                "--config.run.seed=True", "--config.run.mesh=3", "--config.nope.deeper=1"):
         code_a, a = _cli(capsys, "run", "resnet", "--config=smoke", w, bad)
         code_b, b = _absl(capsys, "resnet", "--config=smoke", w, bad)
         _assert_refused(code_a, a, bad.split("=")[0].removeprefix("--config."))

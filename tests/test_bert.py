@@ -149,7 +149,7 @@ def tf_checkpoint_dir(tmp_path_factory):
 
 def test_tf_checkpoint_values_drive_the_flax_forward_pass(tf_checkpoint_dir):
     directory, variables = tf_checkpoint_dir
-    w = BertWorkload(_config("smoke", init_checkpoint=str(directory / "model.ckpt-7")))
+    w = BertWorkload(_config("smoke", **{"model.init_checkpoint": str(directory / "model.ckpt-7")}))
     w.check_data()
     params, _ = jax.jit(lambda r: nn.meta.unbox(w.init(r)))(jax.random.PRNGKey(1))
     np.testing.assert_array_equal(
@@ -170,7 +170,7 @@ def test_tf_checkpoint_values_drive_the_flax_forward_pass(tf_checkpoint_dir):
 
 def test_checkpoint_with_other_sizes_is_a_usage_error(tf_checkpoint_dir):
     directory, _ = tf_checkpoint_dir
-    w = BertWorkload(_config("smoke", init_checkpoint=str(directory / "model.ckpt-7"),
+    w = BertWorkload(_config("smoke", **{"model.init_checkpoint": str(directory / "model.ckpt-7")},
                              **{"model.hidden_size": 64}))
     with pytest.raises(UsageError, match="hidden_size: checkpoint 32 vs config 64"):
         w.check_data()
@@ -189,7 +189,7 @@ def test_full_config_learning_rate_follows_the_reference_schedule():
 
 def test_full_config_evaluates_from_3m_samples_every_500k():
     c = _config("full")
-    cadence = train.Cadence.from_config(c, c.train_samples)
+    cadence = train.Cadence.from_config(c, c.data.train_samples)
     evals = [cadence.next_eval(0)]
     while len(evals) < 3:
         evals.append(cadence.next_eval(evals[-1]))
@@ -214,7 +214,8 @@ def test_full_config_logs_google_jax_record_hyperparameters():
 
 
 def test_lamb_does_not_decay_layer_norms_and_biases():
-    w = BertWorkload(_config("smoke", learning_rate=1.0, lamb_weight_decay=0.5))
+    w = BertWorkload(_config("smoke", **{"optimizer.learning_rate": 1.0,
+                                         "optimizer.weight_decay": 0.5}))
     params, _ = jax.jit(lambda r: nn.meta.unbox(w.init(r)))(jax.random.PRNGKey(0))
     tx = w.optimizer()
     # With zero gradients the only update left is LAMB's (masked) weight decay.
@@ -233,8 +234,8 @@ def test_adamw_option_decays_like_adamw_and_skips_layer_norms_and_biases():
     kernels (AdamW's decoupled decay, no trust ratio) and zero on LayerNorms and biases; an
     unknown optimizer name is a usage error.
     Bites: dispatching "adamw" to LAMB (the kernel update is -lr * ||w||/||w|| * w = -w)."""
-    w = BertWorkload(_config("smoke", optimizer="adamw", learning_rate=1.0,
-                             lamb_weight_decay=0.5))
+    w = BertWorkload(_config("smoke", optimizer="adamw", **{"optimizer.learning_rate": 1.0,
+                                                            "optimizer.weight_decay": 0.5}))
     params, _ = jax.jit(lambda r: nn.meta.unbox(w.init(r)))(jax.random.PRNGKey(0))
     tx = w.optimizer()
     updates, _ = jax.jit(
@@ -423,7 +424,7 @@ def mlperf_tfrecords(tmp_path_factory):
     rng = np.random.default_rng(0)
     records = {}
     for name in ("part-00000-of-00002", "part-00001-of-00002", "eval_10k"):
-        records[name] = [_mlperf_record(rng, c.max_seq_length, c.max_predictions_per_seq,
+        records[name] = [_mlperf_record(rng, c.data.max_seq_length, c.data.max_predictions_per_seq,
                                         c.model.vocab_size) for _ in range(6)]
         with tf.io.TFRecordWriter(str(directory / name)) as writer:
             for r in records[name]:
@@ -447,7 +448,7 @@ def test_tfrecord_reader_returns_the_written_features(mlperf_tfrecords):
 
 def test_tfrecord_train_batches_resume_at_a_step(mlperf_tfrecords):
     directory, _ = mlperf_tfrecords
-    w = BertWorkload(_config("smoke", data_source="tfrecord", data_dir=str(directory)))
+    w = BertWorkload(_config("smoke", **{"data.source": "tfrecord", "data.dir": str(directory)}))
     from_zero = w.train_batches(0, 0, 1)
     next(from_zero)
     second = next(from_zero)
@@ -457,7 +458,7 @@ def test_tfrecord_train_batches_resume_at_a_step(mlperf_tfrecords):
 
 
 def test_missing_tfrecords_is_a_usage_error(tmp_path):
-    w = BertWorkload(_config("full", data_dir=str(tmp_path)))
+    w = BertWorkload(_config("full", **{"data.dir": str(tmp_path)}))
     with pytest.raises(UsageError, match="create_pretraining_data.py"):
         w.check_data()
 
@@ -503,10 +504,10 @@ def test_smoke_mock_mlperf_tfrecords_one_train_and_eval_step(tmp_path, mlperf_tf
     from tpubench import checkpoint
 
     directory, _ = mlperf_tfrecords
-    s = _run(tmp_path, "smoke", data_source="tfrecord", data_dir=str(directory))
+    s = _run(tmp_path, "smoke", **{"data.source": "tfrecord", "data.dir": str(directory)})
     assert (s["status"], s["steps"], s["data_source"]) == ("aborted", 1, "tfrecord")
     assert s["error"] is None
-    w = BertWorkload(_config("smoke", data_source="tfrecord", data_dir=str(directory)))
+    w = BertWorkload(_config("smoke", **{"data.source": "tfrecord", "data.dir": str(directory)}))
     params, _ = checkpoint.restore_variables(tmp_path / "run", w)
     records = input_pipeline.read_tfrecords([str(directory / "eval_10k")], 16, 3)
     assert s["final_quality"] == pytest.approx(_direct_accuracy(w, params, [records]), abs=1e-6)
@@ -517,15 +518,13 @@ def test_full_config_log_fails_only_the_quality_target(tmp_path):
     """The full config at its logged values (global batch 8192, 10,000 eval samples, LAMB
     hyperparameters) for one step of a shrunken model on synthetic data."""
     c = _config("full")  # raw apply_overrides: keep the closed label, so closed checks apply
-    config_lib.apply_overrides(c, dict(
-        data_source="synthetic", init_checkpoint="",
-        max_seq_length=16, max_predictions_per_seq=2, eval_batch_size=2000,
-        eval_offset_samples=0, eval_every_samples=8192, max_train_samples=8192,
-        steps_per_dispatch=1, **{"model.vocab_size": 128, "model.hidden_size": 16,
-                                 "model.num_hidden_layers": 1,
-                                 "model.num_attention_heads": 1,
-                                 "model.intermediate_size": 32,
-                                 "model.max_position_embeddings": 16}))
+    config_lib.apply_overrides(c, {
+        "data.source": "synthetic", "model.init_checkpoint": "", "data.max_seq_length": 16,
+        "data.max_predictions_per_seq": 2, "eval.batch_size": 2000, "eval.offset_samples": 0,
+        "eval.every_samples": 8192, "run.max_train_samples": 8192, "run.steps_per_dispatch": 1,
+        "model.vocab_size": 128, "model.hidden_size": 16, "model.num_hidden_layers": 1,
+        "model.num_attention_heads": 1, "model.intermediate_size": 32,
+        "model.max_position_embeddings": 16})
     s = train.train_and_evaluate(c, tmp_path / "run")
     result = mllog.check_compliance(s["mlperf_log"])
     assert not result.valid
@@ -536,7 +535,7 @@ def test_mini_log_fails_only_the_mlperf_quality_target(tmp_path):
     """Open division still requires MLPerf's 0.712 masked-LM accuracy, which a Shakespeare mini
     cannot log; every other check passes (one eval block of the real mini config)."""
     c = _config("mini")
-    s = _run(tmp_path, "mini", max_train_samples=c.eval_every_samples)
+    s = _run(tmp_path, "mini", **{"run.max_train_samples": c.eval.every_samples})
     assert s["status"] == "aborted"
     result = mllog.check_compliance(s["mlperf_log"])
     assert result.failed_checks() == [
@@ -560,8 +559,8 @@ def test_mini_reaches_its_target_at_the_measured_step(tmp_path, seed):
     Bites (measured with the same loop outside the harness): learning rate 0.005 instead of 0.01
     (warmup 100) first reaches 0.10 at step 400 on seed 0, not 300."""
     want = MINI_TARGET_STEP[seed]
-    s = runs.train_bert_mini(tmp_path / "run", seed=seed, max_time_s=0.0,
-                             max_train_samples=(want + 50) * 32)
+    s = runs.train_bert_mini(tmp_path / "run", seed=seed,
+                             **{"run.max_time_s": 0.0, "run.max_train_samples": (want + 50) * 32})
     steps_seen = [h["samples"] // 32 for h in s["quality_history"]]
     assert s["status"] == "success", s["quality_history"]
     assert abs(s["steps"] - want) <= 50, (s["steps"], s["quality_history"])

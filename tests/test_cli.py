@@ -12,16 +12,16 @@ import re
 import pytest
 import runs
 
-from tpubench import cli, registry
+from tpubench import cli, entry, registry
 from tpubench import config as config_lib
 
 # ResNet's full (MLPerf) config shrunk to one synthetic step that reaches a 0.0 target.
-SHRUNK_FULL = ("--config.data_source=synthetic", "--config.global_batch_size=4",
-               "--config.eval_batch_size=4", "--config.eval_samples=4",
-               "--config.eval_every_samples=4", "--config.max_train_samples=4",
-               "--config.steps_per_dispatch=1", "--config.dtype=float32",
-               "--config.image_size=32", "--config.model.stage_sizes=(1, 1, 1, 1)",
-               "--config.model.num_filters=8", "--config.target_value=0.0")
+SHRUNK_FULL = ("--config.data.source=synthetic", "--config.data.global_batch_size=4",
+               "--config.eval.batch_size=4", "--config.eval.samples=4",
+               "--config.eval.every_samples=4", "--config.run.max_train_samples=4",
+               "--config.run.steps_per_dispatch=1", "--config.model.dtype=float32",
+               "--config.data.image_size=32", "--config.model.stage_sizes=(1, 1, 1, 1)",
+               "--config.model.num_filters=8", "--config.eval.target_value=0.0")
 
 
 def _log_records(path: pathlib.Path) -> dict[str, list[dict]]:
@@ -55,17 +55,17 @@ def test_run_success_prints_the_summary_and_exits_0(tmp_path):
     log = _log_records(workdir / "mlperf_log.txt")
     assert [r["value"] for r in log["submission_division"]] == ["open"]
     assert log["run_stop"][0]["metadata"]["status"] == "success"
-    assert "open division" in proc.stderr and "data_source='synthetic'" in proc.stderr
-    assert "target_value=0.0" in proc.stderr
+    assert "open division" in proc.stderr and "data.source='synthetic'" in proc.stderr
+    assert "eval.target_value=0.0" in proc.stderr
 
 
 def test_absl_main_success_exits_0_with_a_summary(tmp_path):
-    """`python -m workloads.resnet.main --config=smoke --config.target_value=0.0`: success,
+    """`python -m workloads.resnet.main --config=smoke --config.eval.target_value=0.0`: success,
     exit 0, summary.json in the given workdir; the override reached the run.
     Bites: entry.main dropping the overrides (target 0.97 not reached: aborted, exit 1; tried)."""
     workdir = tmp_path / "w"
     proc = runs.python("-m", "workloads.resnet.main", "--config=smoke", f"--workdir={workdir}",
-                       "--config.target_value=0.0")
+                       "--config.eval.target_value=0.0")
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = runs.summary(workdir)
     assert summary["status"] == "success" and summary["target"] == 0.0
@@ -104,8 +104,9 @@ def test_list_shows_every_workload_and_config_with_its_target(capsys):
         assert sorted(listed[name]) == config_lib.config_names(name)
         for cfg_name, (dataset, metric, op, value, kind) in listed[name].items():
             c = config_lib.load(name, cfg_name)
-            assert (dataset, metric, float(value)) == (c.dataset, c.target_metric, c.target_value)
-            assert op == (">=" if c.higher_is_better else "<=")
+            assert (dataset, metric, float(value)) == (
+                c.data.dataset, c.eval.target_metric, c.eval.target_value)
+            assert op == (">=" if c.eval.higher_is_better else "<=")
             assert kind == ("MLPerf closed" if c.is_mlperf else "not MLPerf")
     assert listed["resnet"]["full"][1:4] == ("top1_accuracy", ">=", "0.759")
     assert listed["bert"]["full"][3:] == ("0.712", "MLPerf closed")
@@ -143,26 +144,32 @@ def test_check_invalid_names_the_failing_rule(shared_data_dir, tmp_path, capsys)
 
 # ---- the one override parser -------------------------------------------------------------------
 @pytest.mark.parametrize(("override", "key", "expected"), [
-    ("global_batch_size=64", "global_batch_size", 64),
-    ("max_time_s=5", "max_time_s", 5.0),  # an int for a float key is that float
-    ("max_time_s=2.5", "max_time_s", 2.5),
-    ("higher_is_better=False", "higher_is_better", False),
-    ("higher_is_better=false", "higher_is_better", False),
-    ("higher_is_better=0", "higher_is_better", False),
-    ("higher_is_better=no", "higher_is_better", False),
-    ("higher_is_better=TRUE", "higher_is_better", True),
-    ("higher_is_better=1", "higher_is_better", True),
-    ("dtype=bfloat16", "dtype", "bfloat16"),
-    ("dataset=123", "dataset", "123"),  # a str key keeps the text, digits included
-    ("model.stage_sizes=(2, 2, 2)", "model.stage_sizes", (2, 2, 2)),
-    ("model.stage_sizes=[2,2]", "model.stage_sizes", (2, 2)),  # a list for a tuple key
-    ("mesh.data=2", "mesh.data", 2),
-    ("optimizer.base_learning_rate=1e-3", "optimizer.base_learning_rate", 0.001),
+    (["--config.data.global_batch_size=64"], "data.global_batch_size", 64),
+    (["--config.data.global_batch_size", "64"], "data.global_batch_size", 64),  # next word
+    (["--config.run.max_time_s=5"], "run.max_time_s", 5.0),  # an int for a float key: a float
+    (["--config.run.max_time_s=2.5"], "run.max_time_s", 2.5),
+    (["--config.eval.higher_is_better=False"], "eval.higher_is_better", False),
+    (["--config.eval.higher_is_better=false"], "eval.higher_is_better", False),
+    (["--config.eval.higher_is_better=0"], "eval.higher_is_better", False),
+    (["--noconfig.eval.higher_is_better"], "eval.higher_is_better", False),
+    (["--config.eval.higher_is_better=TRUE"], "eval.higher_is_better", True),
+    (["--config.eval.higher_is_better=1"], "eval.higher_is_better", True),
+    (["--config.model.dtype=bfloat16"], "model.dtype", "bfloat16"),
+    (["--config.data.dataset=123"], "data.dataset", "123"),  # a str key keeps the text
+    (["--config.model.stage_sizes=(2, 2, 2)"], "model.stage_sizes", (2, 2, 2)),
+    (["--config.model.stage_sizes=[2,2]"], "model.stage_sizes", (2, 2)),  # a list for a tuple
+    (["--config.model.stage_sizes=3"], "model.stage_sizes", (3,)),  # config_flags: one element
+    (["--config.model.stage_sizes", "1", "--config.model.stage_sizes", "2"],
+     "model.stage_sizes", (1, 2)),  # a repeated tuple flag collects its values
+    (["--config.run.mesh.data=2"], "run.mesh.data", 2),
+    (["--config.optimizer.learning_rate=1e-3"], "optimizer.learning_rate", 0.001),
 ])
 def test_override_values_parse_to_the_configs_type(override, key, expected):
-    """What `tpubench run` and the absl mains (both `config.load`) make of each spelling.
-    Bites: _coerce without the int->float, list->tuple or bool-spelling rules."""
-    c = config_lib.load("resnet", "mini", [f"--config.{override}"])
+    """What `tpubench run`, the absl mains and `config.load` make of each spelling
+    (ml_collections.config_flags rules).
+    Bites: parse_command_line splitting "--config.KEY VALUE" apart (tried: the old split_args
+    refused it), or parsing values itself without the config's types."""
+    c = config_lib.load("resnet", "mini", override)
     node = c
     for part in key.split("."):
         node = node[part]
@@ -170,16 +177,76 @@ def test_override_values_parse_to_the_configs_type(override, key, expected):
 
 
 @pytest.mark.parametrize("override", [
-    "global_batch_size=1.5", "global_batch_size=True", "seed=yes", "max_time_s=fast",
-    "higher_is_better=maybe", "higher_is_better=2", "model.stage_sizes=3", "mesh={'data': 2}",
+    "data.global_batch_size=1.5", "data.global_batch_size=True", "run.seed=yes",
+    "run.max_time_s=fast", "eval.higher_is_better=maybe", "eval.higher_is_better=2",
+    "run.mesh={'data': 2}", "run.mesh=3",
 ])
 def test_override_values_of_the_wrong_type_are_refused(override):
-    """Bites: _coerce's bool/int distinction removed (True would become seed 1)."""
+    """Bites: a value config_flags cannot parse as the key's type accepted (True as seed 1)."""
     with pytest.raises(config_lib.UsageError, match=re.escape(override.split("=")[0])):
         config_lib.load("resnet", "mini", [f"--config.{override}"])
 
 
-def test_split_args_keeps_overrides_apart_in_order():
-    assert config_lib.split_args(["resnet", "--config.a=1", "--workdir=w", "--config.b.c=x=y"]) \
-        == (["--config.a=1", "--config.b.c=x=y"], ["resnet", "--workdir=w"])
-    assert config_lib.parse_override("--config.b.c=x=y") == ("b.c", "x=y")
+@pytest.fixture
+def none_field_config(tmp_path):
+    path = tmp_path / "with_none.py"
+    path.write_text("from workloads.resnet.configs import smoke\n\n\ndef get_config():\n"
+                    "    c = smoke.get_config()\n    c.model.extra = None\n    return c\n")
+    return str(path)
+
+
+SAME_ARGV = [
+    ["--config.run.seed", "3"],  # space-separated value
+    ["--config.run.seed=3", "--config.model.dtype", "bfloat16"],
+    ["--config.model.stage_sizes=(2, 1, 1)"],  # tuples
+    ["--config.model.stage_sizes", "2", "--config.model.stage_sizes", "1"],
+    ["--config.eval.higher_is_better=false"],  # bools
+    ["--noconfig.eval.higher_is_better"],
+    ["--config.run.clear_page_cache", "--config.run.seed=1"],
+    ["--config.model.extra=5"],  # a None field: config_flags cannot type it
+    ["--config.global_batch_size=64"],  # an unknown key (the old flat name)
+    ["--config.run.nope=1"],
+    ["--config.run.mesh=3"],  # a section given a value
+    ["--config.run.seed=x"],
+    ["--config.run.seed"],  # no value
+    ["--config.submission.open_reasons=x"],
+    ["--config.is_mlperf=true"],
+]
+
+
+@pytest.mark.parametrize("words", SAME_ARGV, ids=lambda w: " ".join(w))
+def test_the_same_words_give_the_same_config_through_both_entry_points(words, none_field_config):
+    """`tpubench run` (its own FlagValues) and the absl mains parse the same words into the same
+    config, or refuse them with the same message.
+    Bites: entry.parse and cli.parse_run using different parsers (tried: cli splitting
+    --config.KEY=VALUE words itself made "--config.run.seed 3" an unrecognized argument)."""
+    def outcome(parse):
+        try:
+            return ("ok", parse().to_dict())
+        except config_lib.UsageError as e:
+            return ("error", str(e).split(" Usage:")[0])
+
+    cfg_arg, workdir = f"--config={none_field_config}", "--workdir=w"
+    by_main = outcome(lambda: entry.parse("resnet", [cfg_arg, workdir, *words])[0])
+    by_run = outcome(lambda: cli.parse_run(["resnet", cfg_arg, workdir, *words])[0])
+    assert by_main == by_run
+    if by_main[0] == "error":
+        assert by_main[1]  # a message, not an empty one
+    else:
+        assert by_main[1] != config_lib.load("resnet", none_field_config).to_dict()
+
+
+def test_refusals_name_the_fix():
+    """Unknown keys list the known ones and point at the renamed key; a section lists its keys.
+    Bites: check_key raising a bare KeyError (config_flags' own AttributeError)."""
+    with pytest.raises(config_lib.UsageError) as e:
+        config_lib.load("resnet", "mini", ["--config.global_batch_size=64"])
+    assert "Did you mean --config.data.global_batch_size?" in str(e.value)
+    assert "Known keys in the top level: config_name, data, eval" in str(e.value)
+    with pytest.raises(config_lib.UsageError) as e:
+        config_lib.load("resnet", "mini", ["--config.run.nope=1"])
+    assert "Known keys in run: checkpoint_every_evals, checkpoint_keep" in str(e.value)
+    with pytest.raises(config_lib.UsageError, match=r"--config\.run\.mesh\.data=\.\.\."):
+        config_lib.load("resnet", "mini", ["--config.run.mesh=3"])
+    with pytest.raises(config_lib.UsageError, match="comes before --config"):
+        entry.parse("resnet", ["--config.run.seed=1", "--config=mini", "--workdir=w"])

@@ -44,7 +44,7 @@ def _count(params) -> int:
 def test_full_config_has_the_reference_parameter_count():
     assert sum(full.CRITEO_1TB_TABLE_SIZES) * 128 == EMBEDDING_PARAMS
     assert max(full.CRITEO_1TB_TABLE_SIZES) <= 40_000_000
-    unpadded = _workload("full", embedding_rows_multiple=1)
+    unpadded = _workload("full", **{"run.embedding_rows_multiple": 1})
     assert _count(_abstract_params(unpadded)) == 24_036_595_969
     assert EMBEDDING_PARAMS + BOTTOM_MLP_PARAMS + TOP_MLP_PARAMS == 24_036_595_969
     stored = _count(_abstract_params(_workload("full")))
@@ -171,11 +171,11 @@ def test_flights_features_are_schedule_only_and_match_the_config():
 
 def test_tfds_and_missing_criteo_data_are_usage_errors(tmp_path):
     with pytest.raises(UsageError, match="no Criteo 1TB builder"):
-        _workload("full", data_source="tfds").check_data()
+        _workload("full", **{"data.source": "tfds"}).check_data()
     with pytest.raises(UsageError, match="terabyte_processed_train.bin"):
-        _workload("full", data_dir=str(tmp_path)).check_data()
+        _workload("full", **{"data.dir": str(tmp_path)}).check_data()
     with pytest.raises(UsageError, match="day_0"):
-        _workload("full", data_source="criteo_tsv", data_dir=str(tmp_path)).check_data()
+        _workload("full", **{"data.source": "criteo_tsv", "data.dir": str(tmp_path)}).check_data()
 
 
 def _run(tmp_path, name: str, **overrides) -> dict:
@@ -223,7 +223,7 @@ def test_smoke_one_train_and_eval_step_on_synthetic_data(tmp_path):
     assert summary["steps"] == 1 and summary["status"] == "aborted"
     cfg = config_lib.load("dlrm", "smoke")
     w = registry.create(cfg)
-    batches = data.synthetic_eval_batches(w, math.ceil(w.eval_samples / cfg.eval_batch_size), 1)
+    batches = data.synthetic_eval_batches(w, math.ceil(w.eval_samples / cfg.eval.batch_size), 1)
     assert summary["final_quality"] == pytest.approx(
         _hand_auc(tmp_path / "run", cfg, batches), abs=1e-6)
 
@@ -232,11 +232,11 @@ def test_smoke_one_train_and_eval_step_through_the_criteo_tsv_reader(tmp_path):
     """The reported AUC is the saved model's AUC on the 32 rows of day_23, parsed and scored
     here. Bites: the eval reader skipping the first row of day_23 changed the AUC."""
     lines = _write_tsv_days(tmp_path, {0: 40, 23: 32})
-    summary = _run(tmp_path, "smoke", data_source="criteo_tsv", data_dir=str(tmp_path))
+    summary = _run(tmp_path, "smoke", **{"data.source": "criteo_tsv", "data.dir": str(tmp_path)})
     assert summary["steps"] == 1 and summary["status"] == "aborted"
-    cfg = config_lib.load("dlrm", "smoke", {"data_source": "criteo_tsv",
-                                            "data_dir": str(tmp_path)})
-    rows = criteo.parse_lines(lines[40:], tuple(cfg.table_sizes))
+    cfg = config_lib.load("dlrm", "smoke", {"data.source": "criteo_tsv",
+                                            "data.dir": str(tmp_path)})
+    rows = criteo.parse_lines(lines[40:], tuple(cfg.model.table_sizes))
     batch = dict(rows, mask=np.ones(32, np.float32))
     assert summary["final_quality"] == pytest.approx(
         _hand_auc(tmp_path / "run", cfg, [batch]), abs=1e-6)
@@ -244,11 +244,15 @@ def test_smoke_one_train_and_eval_step_through_the_criteo_tsv_reader(tmp_path):
 
 def test_full_config_log_fails_only_the_quality_target(tmp_path):
     smoke = config_lib.load("dlrm", "smoke")
-    summary = _run(tmp_path, "full", data_source="synthetic", dtype="float32",
-                   table_sizes=smoke.table_sizes, embedding_dim=8, bottom_mlp=(16, 8),
-                   top_mlp=(16, 1), embedding_shard_min_rows=256, embedding_rows_multiple=8,
-                   global_batch_size=32, eval_batch_size=32, eval_samples=32,
-                   eval_every_samples=32, max_train_samples=32, steps_per_dispatch=1)
+    summary = _run(tmp_path, "full", **{"data.source": "synthetic", "model.dtype": "float32",
+                                        "model.table_sizes": smoke.table_sizes,
+                                        "model.embedding_dim": 8, "model.bottom_mlp": (16, 8),
+                                        "model.top_mlp": (16, 1),
+                                        "run.embedding_shard_min_rows": 256,
+                                        "run.embedding_rows_multiple": 8,
+                                        "data.global_batch_size": 32, "eval.batch_size": 32,
+                                        "eval.samples": 32, "eval.every_samples": 32,
+                                        "run.max_train_samples": 32, "run.steps_per_dispatch": 1})
     result = mllog.check_compliance(summary["mlperf_log"])
     assert not result.valid
     assert result.failed_checks() == [
@@ -269,7 +273,7 @@ def test_mini_reaches_its_auc_target_at_the_measured_step(tmp_path, seed):
     """A step budget of one eval past the measured step (no wall-clock budget); seed 0 also
     checks the log with the official compliance checker."""
     budget = MINI_TARGET_STEP[seed] + MINI_EVAL_EVERY
-    summary = _run(tmp_path, "mini", seed=seed, max_train_samples=budget * 512)
+    summary = _run(tmp_path, "mini", **{"run.seed": seed, "run.max_train_samples": budget * 512})
     assert summary["status"] == "success", summary["quality_history"]
     assert summary["final_quality"] >= 0.81
     assert abs(summary["steps"] - MINI_TARGET_STEP[seed]) <= MINI_EVAL_EVERY, summary["steps"]
@@ -292,7 +296,7 @@ w = registry.create(cfg)
 eng = engine.JitEngine(w, mesh_lib.build_mesh(cfg))
 specs = {k: str(v.spec) for k, v in eng.state_shardings.params.items() if k.startswith("emb")}
 train = eng.compile(1, synthetic=False)["train"]
-state = eng.init_state(cfg.seed)
+state = eng.init_state(cfg.run.seed)
 tables = lambda s: {k: np.asarray(jax.device_get(s.params[k])).tolist()
                     for k in ("embedding_0", "embedding_1")}
 initial, losses, batches = tables(state), [], w.train_batches(0, 0, 1)
@@ -326,7 +330,7 @@ def test_row_sharded_tables_train_on_8_devices_like_on_one(tmp_path, repo_root):
     initial values, failing the "moved" control (the old one-step test, at learning rate 0,
     could not tell)."""
     _write_tsv_days(tmp_path, {0: 96, 23: 32})
-    many = _sharded_run(repo_root, tmp_path, 8, {"mesh.data": 4, "mesh.fsdp": 2})
+    many = _sharded_run(repo_root, tmp_path, 8, {"run.mesh.data": 4, "run.mesh.fsdp": 2})
     one = _sharded_run(repo_root, tmp_path, 1, {})
     assert (many["devices"], one["devices"]) == (8, 1)
     assert many["specs"]["embedding_0"] == "P(('data', 'fsdp'), None)"  # 1000 rows: sharded

@@ -26,8 +26,9 @@ needs_libtpu = pytest.mark.usefixtures("libtpu")
 # The smoke ResNet cut to 2 stages (compiles faster), every size pinned so that the hand count in
 # test_train_memory_matches_a_hand_count holds whatever the mini/smoke configs become.
 SMALL = {"model.stage_sizes": (1, 1), "model.num_filters": 8, "model.stem": "small",
-         "image_size": 32, "image_channels": 3, "num_classes": 10, "optimizer.name": "lars",
-         "global_batch_size": 8, "eval_batch_size": 8, "dtype": "float32"}
+         "data.image_size": 32, "data.image_channels": 3, "model.num_classes": 10,
+         "optimizer.name": "lars",
+         "data.global_batch_size": 8, "eval.batch_size": 8, "model.dtype": "float32"}
 
 
 def smoke(**overrides):
@@ -98,7 +99,7 @@ def test_per_step_figures_do_not_depend_on_steps_per_dispatch_or_scan_unroll(cpu
     Bites: fit reading the block's cost_analysis (the old code; tried): K=2 with scan_unroll=2
     reported 2.16x the FLOPs of K=4 rolled (416.8 vs 193.1 MFLOP), K=1 1.08x."""
     for k, unroll in ((4, 1), (2, 2)):
-        report = fit.fit(smoke(steps_per_dispatch=k, scan_unroll=unroll), "cpu:1")
+        report = fit.fit(smoke(**{"run.steps_per_dispatch": k, "run.scan_unroll": unroll}), "cpu:1")
         assert report.steps_per_dispatch == k
         assert report.flops_per_step == cpu_report.flops_per_step, (k, unroll)
         assert report.bytes_per_step == cpu_report.bytes_per_step, (k, unroll)
@@ -110,7 +111,7 @@ def test_per_step_figures_do_not_depend_on_steps_per_dispatch_or_scan_unroll(cpu
 
 def test_cli_prints_json_and_exits_zero(capsys):
     code = fit.main(["resnet", "--config=smoke", "--topology=cpu:1", "--json",
-                     "--config.global_batch_size=4", "--config.model.stage_sizes=(1, 1)"])
+                     "--config.data.global_batch_size=4", "--config.model.stage_sizes=(1, 1)"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["global_batch_size"] == 4 and out["train"]["total"] > 0
@@ -167,7 +168,7 @@ def test_bad_input_is_one_paragraph_and_exit_two(args, phrases, capsys, tmp_path
 
 @needs_libtpu
 def test_v5p_slice_fits_the_smoke_config_over_eight_chips():
-    report = fit.fit(smoke(global_batch_size=64, eval_batch_size=64), "v5p:2x2x2")
+    report = fit.fit(smoke(**{"data.global_batch_size": 64, "eval.batch_size": 64}), "v5p:2x2x2")
     assert report.devices == 8 and report.mesh["data"] == 8
     assert report.fits is True and report.hbm_bytes == 95 * 2**30
     assert 0 < report.train.total < report.hbm_bytes
@@ -179,7 +180,7 @@ def test_v5p_slice_fits_the_smoke_config_over_eight_chips():
 @needs_libtpu
 def test_batch_that_cannot_fit_one_v5e_chip_exits_one(capsys):
     code = fit.main(["resnet", "--config=smoke", "--topology=v5e:1x1",
-                     "--config.global_batch_size=1048576", "--config.eval_batch_size=8"])
+                     "--config.data.global_batch_size=1048576", "--config.eval.batch_size=8"])
     out = capsys.readouterr().out
     assert code == 1
     assert "DOES NOT FIT" in out

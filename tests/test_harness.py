@@ -25,8 +25,9 @@ def test_eval_steps_come_from_sample_points_and_do_not_drift():
     step at or after 4j epochs. Bites: a fixed step interval ceil(4 epochs / batch) = 1571 steps
     drifts to 4.04 epochs apart and misses the sample point of eval 2 onwards."""
     n = 1_281_167
-    c = Cadence.from_config(_cfg(global_batch_size=3264, eval_every_samples=4 * n,
-                                 steps_per_dispatch=16, max_train_samples=88 * n), n)
+    c = Cadence.from_config(_cfg(**{"data.global_batch_size": 3264, "eval.every_samples": 4 * n,
+                                    "run.steps_per_dispatch": 16,
+                                    "run.max_train_samples": 88 * n}), n)
     assert c.eval_steps[:3] == (1571, 3141, 4711)
     for j, s in enumerate(c.eval_steps, start=1):
         assert s * 3264 >= 4 * j * n > (s - 1) * 3264
@@ -35,9 +36,10 @@ def test_eval_steps_come_from_sample_points_and_do_not_drift():
 
 def test_bert_evals_start_at_3m_samples_then_every_500k():
     """Bites: offset + ceil(interval) steps gives 3,047,424 then every 507,904 (the old bug)."""
-    c = Cadence.from_config(_cfg(global_batch_size=8192, eval_offset_samples=2_500_000,
-                                 eval_every_samples=500_000, steps_per_dispatch=31,
-                                 max_train_samples=5_000_000), 1)
+    c = Cadence.from_config(_cfg(**{"data.global_batch_size": 8192,
+                                    "eval.offset_samples": 2_500_000,
+                                    "eval.every_samples": 500_000, "run.steps_per_dispatch": 31,
+                                    "run.max_train_samples": 5_000_000}), 1)
     samples = [s * 8192 for s in c.eval_steps]
     assert c.eval_steps[0] == 367 and samples[0] == 3_006_464  # first step >= 3,000,000
     for j, got in enumerate(samples):
@@ -47,18 +49,23 @@ def test_bert_evals_start_at_3m_samples_then_every_500k():
 
 
 def test_dispatches_are_k_step_blocks_then_one_remainder_block():
-    c = Cadence.from_config(_cfg(global_batch_size=32, eval_every_samples=45 * 32,
-                                 steps_per_dispatch=16, max_train_samples=90 * 32), 1437)
+    c = Cadence.from_config(_cfg(**{"data.global_batch_size": 32, "eval.every_samples": 45 * 32,
+                                    "run.steps_per_dispatch": 16,
+                                    "run.max_train_samples": 90 * 32}), 1437)
     assert c.eval_steps == (45, 90)
     assert c.dispatches(0, 45) == [16, 16, 13] and c.dispatches(50, 90) == [16, 16, 8]
     assert c.remainder_sizes(0) == (13,) and c.remainder_sizes(50) == (8,)
-    aligned = Cadence.from_config(_cfg(global_batch_size=32, eval_every_samples=64 * 32,
-                                       steps_per_dispatch=16, max_train_samples=128 * 32), 1)
+    aligned = Cadence.from_config(_cfg(**{"data.global_batch_size": 32,
+                                          "eval.every_samples": 64 * 32,
+                                          "run.steps_per_dispatch": 16,
+                                          "run.max_train_samples": 128 * 32}), 1)
     assert aligned.remainder_sizes(0) == () and aligned.remainder_sizes(3) == (13,)
     # BERT full: intervals of 61 and 62 steps at K=31 need two extra executables, not 30.
-    bert = Cadence.from_config(_cfg(global_batch_size=8192, eval_offset_samples=2_500_000,
-                                    eval_every_samples=500_000, steps_per_dispatch=31,
-                                    max_train_samples=560 * 8192), 1)
+    bert = Cadence.from_config(_cfg(**{"data.global_batch_size": 8192,
+                                       "eval.offset_samples": 2_500_000,
+                                       "eval.every_samples": 500_000,
+                                       "run.steps_per_dispatch": 31,
+                                       "run.max_train_samples": 560 * 8192}), 1)
     assert set(bert.remainder_sizes(0)) <= {26, 30} and len(bert.remainder_sizes(0)) == 2
 
 
@@ -79,13 +86,15 @@ def test_target_direction_and_nan():
 
 
 def test_overrides_are_typed_and_unknown_keys_refused():
-    cfg = config_lib.load("resnet", "mini", ["--config.global_batch_size=64",
-                                             "--config.mesh.data=2", "--config.dtype=bfloat16",
-                                             "--config.optimizer.base_learning_rate=1"])
-    assert cfg.global_batch_size == 64 and cfg.mesh.data == 2 and cfg.dtype == "bfloat16"
-    assert cfg.optimizer.base_learning_rate == 1.0
-    with pytest.raises(UsageError, match="Unknown config key 'mesh.pipeline'"):
-        config_lib.load("resnet", "mini", {"mesh.pipeline": 2})
+    cfg = config_lib.load("resnet", "mini", ["--config.data.global_batch_size=64",
+                                             "--config.run.mesh.data=2",
+                                             "--config.model.dtype=bfloat16",
+                                             "--config.optimizer.learning_rate=1"])
+    assert cfg.data.global_batch_size == 64 and cfg.run.mesh.data == 2
+    assert cfg.model.dtype == "bfloat16"
+    assert cfg.optimizer.learning_rate == 1.0
+    with pytest.raises(UsageError, match="Unknown config key 'run.mesh.pipeline'"):
+        config_lib.load("resnet", "mini", {"run.mesh.pipeline": 2})
     with pytest.raises(UsageError, match="expects true or false"):
         config_lib.load("resnet", "mini", ["--config.is_mlperf=maybe"])
 

@@ -80,7 +80,7 @@ def test_a_run_without_jax_platforms_is_quiet_and_works(tmp_path, cpu_host_with_
     workdir = tmp_path / "w"
     proc = subprocess.run(
         [sys.executable, "-m", "tpubench.cli", "run", "resnet", "--config=smoke",
-         f"--workdir={workdir}", "--config.target_value=0.0"],
+         f"--workdir={workdir}", "--config.eval.target_value=0.0"],
         cwd=runs.REPO, env=_env_without_platforms(), capture_output=True, text=True,
         timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -78,7 +78,7 @@ def test_accuracy_mode_every_response_equals_the_direct_prediction(tmp_path):
     from tpubench.checkpoint import restore_variables
     from tpubench.infer import logs
 
-    cfg = config_lib.load("resnet", "mini", {"max_train_samples": 2 * 4000})
+    cfg = config_lib.load("resnet", "mini", {"run.max_train_samples": 2 * 4000})
     trained = train.train_and_evaluate(cfg, tmp_path / "train")
     rc = cli.main(["resnet", "--config=mini", "--scenario=Offline", "--mode=accuracy",
                    "--batch-sizes=32", f"--params={tmp_path / 'train'}",

@@ -199,7 +199,7 @@ def test_slurm_dry_run_prints_script_and_sbatch(repo_root, capsys):
     slurm = _load(repo_root, "slurm")
     slurm.main(["--workload=resnet", "--config=full", "--nodes=2", "--gpus-per-node=8",
                 "--partition=gpu", "--workdir=/shared/tpubench", "--dry-run", "--",
-                "--config.seed=1"])
+                "--config.run.seed=1"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "# results/slurm/tpubench-resnet-full.sbatch"
     assert lines[1] == "#!/bin/bash"
@@ -216,7 +216,8 @@ def test_slurm_dry_run_prints_script_and_sbatch(repo_root, capsys):
     ]
     assert "cd /shared/tpubench" in lines
     assert ("srun --kill-on-bad-exit=1 python -m tpubench.cli run resnet --config=full "
-            "--workdir=results/slurm/tpubench-resnet-full-${SLURM_JOB_ID} --config.seed=1") in lines
+            "--workdir=results/slurm/tpubench-resnet-full-${SLURM_JOB_ID} "
+            "--config.run.seed=1") in lines
     assert lines[-1] == "sbatch results/slurm/tpubench-resnet-full.sbatch"
 
 

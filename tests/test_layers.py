@@ -1,4 +1,4 @@
-"""tpubench.layers.BatchNorm: batch norm over groups of `span` examples (config.model_bn_span)."""
+"""tpubench.layers.BatchNorm: batch norm over groups of `span` examples (config.model.bn_span)."""
 
 import jax
 import jax.numpy as jnp
@@ -71,5 +71,5 @@ def test_eval_uses_running_statistics_whatever_the_span():
 
 
 def test_span_that_does_not_divide_the_batch_is_a_usage_error():
-    with pytest.raises(UsageError, match="model_bn_span=3 does not divide the batch of 8"):
+    with pytest.raises(UsageError, match="model.bn_span=3 does not divide the batch of 8"):
         BatchNorm(use_running_average=False, span=3).init(jax.random.PRNGKey(0), X)

@@ -27,12 +27,12 @@ from tpubench import config as config_lib
 
 # The ResNet mini's model at its earlier size on sklearn's 8x8 digits: cheap steps that learn
 # fast enough in 80 steps for the trajectory to tell runs apart (MNIST-5k moves 0.10 -> 0.14).
-OVERRIDES = ("--config.data_source=digits", "--config.dataset=sklearn_digits",
-             "--config.image_size=8", "--config.train_samples=1437",
-             "--config.eval_samples=360", "--config.eval_batch_size=120",
+OVERRIDES = ("--config.data.source=digits", "--config.data.dataset=sklearn_digits",
+             "--config.data.image_size=8", "--config.data.train_samples=1437",
+             "--config.eval.samples=360", "--config.eval.batch_size=120",
              "--config.model.num_filters=12",
-             "--config.target_value=1.1", "--config.eval_every_samples=320",
-             "--config.max_train_samples=2560")
+             "--config.eval.target_value=1.1", "--config.eval.every_samples=320",
+             "--config.run.max_train_samples=2560")
 STEPS, EVAL_EVERY = 80, 10
 TIMEOUT_S = 1200  # per run; 2 cores shared with other jobs
 

@@ -20,7 +20,7 @@ from workloads.transformer.workload import TransformerWorkload
 def _mini(shared_data_dir, cache_dir, **overrides):
     c = config_lib.load("transformer", "mini")
     config_lib.apply_overrides(
-        c, {"data_dir": str(shared_data_dir), "cache_dir": str(cache_dir), **overrides})
+        c, {"data.dir": str(shared_data_dir), "data.cache_dir": str(cache_dir), **overrides})
     return c
 
 
@@ -31,8 +31,8 @@ def test_prepare_writes_the_mini_data_once_with_its_counts(shared_data_dir, tmp_
     Bites: dropping the last partial row in pack_rows, or a train_samples constant in the
     config, fails the counts."""
     cache = tmp_path / "cache"
-    argv = ["prepare", "transformer", "--config=mini", f"--config.data_dir={shared_data_dir}",
-            f"--config.cache_dir={cache}"]
+    argv = ["prepare", "transformer", "--config=mini", f"--config.data.dir={shared_data_dir}",
+            f"--config.data.cache_dir={cache}"]
     assert cli.main(argv) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["prepared"] is True
     c = _mini(shared_data_dir, cache)
@@ -46,8 +46,8 @@ def test_prepare_writes_the_mini_data_once_with_its_counts(shared_data_dir, tmp_
     assert manifest["train_rows"] == len(rows)
     pairs = ip.Pairs(sources, targets, [])
     for row in rows[:200]:  # every row fits max_len on both sides
-        assert sum(len(pairs.sources[i]) for i in row) <= c.max_len
-        assert sum(len(pairs.targets[i]) for i in row) <= c.max_len
+        assert sum(len(pairs.sources[i]) for i in row) <= c.data.max_len
+        assert sum(len(pairs.targets[i]) for i in row) <= c.data.max_len
     workload = TransformerWorkload(c)
     workload.check_data()
     assert workload.train_samples == len(rows) and workload.eval_samples == 1000
@@ -73,9 +73,10 @@ def test_a_different_data_config_needs_its_own_preparation(shared_data_dir, tmp_
     does not. Bites: a digest that ignores max_len would reuse rows packed for another
     length."""
     base = _mini(shared_data_dir, tmp_path)
-    assert prepared.directory(base) == prepared.directory(_mini(shared_data_dir, tmp_path, seed=3))
+    assert prepared.directory(base) == prepared.directory(
+        _mini(shared_data_dir, tmp_path, **{"run.seed": 3}))
     assert prepared.directory(base) != prepared.directory(
-        _mini(shared_data_dir, tmp_path, max_len=32))
+        _mini(shared_data_dir, tmp_path, **{"data.max_len": 32}))
 
 
 def test_eval_width_shorter_than_the_longest_prepared_source_is_refused(shared_data_dir,
@@ -84,7 +85,7 @@ def test_eval_width_shorter_than_the_longest_prepared_source_is_refused(shared_d
     c = _mini(shared_data_dir, tmp_path)
     TransformerWorkload(c).prepare()
     longest = prepared.manifest(c)["max_eval_source_len"]
-    config_lib.apply_overrides(c, {"max_eval_input_len": longest - 1})
+    config_lib.apply_overrides(c, {"data.max_eval_input_len": longest - 1})
     with pytest.raises(UsageError, match="never truncated"):
         TransformerWorkload(c).check_data()
 

@@ -24,7 +24,7 @@ def test_full_resnet50_has_exactly_25557032_parameters():
 
 
 def test_full_resnet50_train_step_costs_about_24_gflop_per_image():
-    w = _workload("full", global_batch_size=2, dtype="float32")
+    w = _workload("full", **{"data.global_batch_size": 2, "model.dtype": "float32"})
     state = steps.abstract_state(w)
     batch = w.batch_spec(2, train=True)
     flops = perf.flops_of(jax.jit(steps.make_train_step(w)).lower(state, batch))
@@ -35,13 +35,13 @@ def test_full_resnet50_train_step_costs_about_24_gflop_per_image():
 def test_lars_schedule_warms_up_linearly_then_decays_to_end_lr():
     w = _workload("full")
     c = w.config
-    spe = math.ceil(c.train_samples / c.global_batch_size)
-    warmup = round(c.optimizer.warmup_epochs * spe)
-    total = round(c.optimizer.train_epochs * spe)
+    spe = math.ceil(c.data.train_samples / c.data.global_batch_size)
+    warmup = round(c.schedule.warmup_steps * spe)
+    total = round(c.schedule.train_steps * spe)
     lr = w.learning_rate
     assert float(lr(0)) == 0.0
-    assert float(lr(warmup // 2)) == pytest.approx(c.optimizer.base_learning_rate / 2, rel=0.02)
-    assert float(lr(warmup)) == pytest.approx(c.optimizer.base_learning_rate, rel=1e-4)
+    assert float(lr(warmup // 2)) == pytest.approx(c.optimizer.learning_rate / 2, rel=0.02)
+    assert float(lr(warmup)) == pytest.approx(c.optimizer.learning_rate, rel=1e-4)
     assert float(lr(total)) == pytest.approx(1e-4, rel=1e-3)
 
 
@@ -53,7 +53,7 @@ def _hand_top1(workdir, cfg) -> float:
     w = registry.create(cfg)
     params, model_state = checkpoint.restore_variables(workdir, w)
     correct = count = 0
-    batches = math.ceil(w.eval_samples / cfg.eval_batch_size)
+    batches = math.ceil(w.eval_samples / cfg.eval.batch_size)
     for b in data.synthetic_eval_batches(w, batches, 1):
         logits = w.model().apply({"params": params, **model_state}, b["inputs"], train=False)
         keep = np.asarray(b["mask"]) > 0
@@ -89,7 +89,7 @@ def test_initial_loss_is_log_10_and_steps_on_one_real_batch_lower_it():
     update (gradient ascent) made the loss rise from 2.296 to above 10 within 8 steps."""
     from flax import linen as nn
 
-    w = _workload("mini", **{"optimizer.warmup_epochs": 0.0})
+    w = _workload("mini", **{"schedule.warmup_steps": 0})
     batch = next(w.train_batches(0, 0, 1))
     state = jax.jit(lambda r: nn.meta.unbox(steps.boxed_init_fn(w)(r)))(jax.random.PRNGKey(0))
     step = jax.jit(steps.make_train_step(w))
@@ -105,7 +105,8 @@ def test_initial_loss_is_log_10_and_steps_on_one_real_batch_lower_it():
 def test_smoke_step_through_the_real_tfds_imagenet_pipeline_on_mock_data(tmp_path):
     import tensorflow_datasets as tfds
 
-    cfg = config_lib.load("resnet", "smoke", {"data_source": "tfds", "dataset": "imagenet2012"})
+    cfg = config_lib.load("resnet", "smoke",
+                          {"data.source": "tfds", "data.dataset": "imagenet2012"})
     # mock_data fakes a prepared dataset but does not patch is_prepared(), which check_data uses.
     with tfds.testing.mock_data(num_examples=12), mock.patch.object(
             tfds.core.DatasetBuilder, "is_prepared", return_value=True):
@@ -115,14 +116,15 @@ def test_smoke_step_through_the_real_tfds_imagenet_pipeline_on_mock_data(tmp_pat
 
 
 def test_pmap_path_runs_the_same_workload(tmp_path):
-    cfg = config_lib.load("resnet", "smoke", {"parallelism": "pmap"})
+    cfg = config_lib.load("resnet", "smoke", {"run.parallelism": "pmap"})
     s = train.train_and_evaluate(cfg, tmp_path / "run")
     assert s["parallelism"] == "pmap" and s["steps"] == 1
 
 
 def test_nan_loss_stops_the_run_with_a_clear_message(tmp_path):
-    cfg = config_lib.load("resnet", "smoke", {"max_train_samples": 24, "eval_every_samples": 24})
-    cfg.optimizer.base_learning_rate = float("nan")
+    cfg = config_lib.load("resnet", "smoke",
+                          {"run.max_train_samples": 24, "eval.every_samples": 24})
+    cfg.optimizer.learning_rate = float("nan")
     s = train.train_and_evaluate(cfg, tmp_path / "run")
     assert s["status"] == "aborted"
     assert "NaN/Inf" in s["error"] and "learning rate" in s["error"]
@@ -166,7 +168,7 @@ def test_mini_reaches_its_target_and_says_so(mini_run):
 def test_mini_reaches_its_target_at_the_measured_step_on_a_second_seed(tmp_path):
     """Seed 1, with a step budget of one eval past the measured step (no wall-clock budget)."""
     budget = MINI_TARGET_STEP[1] + MINI_EVAL_EVERY
-    cfg = config_lib.load("resnet", "mini", {"seed": 1, "max_train_samples": budget * 32})
+    cfg = config_lib.load("resnet", "mini", {"run.seed": 1, "run.max_train_samples": budget * 32})
     s = train.train_and_evaluate(cfg, tmp_path / "run")
     assert s["status"] == "success", s["quality_history"]
     assert abs(s["steps"] - MINI_TARGET_STEP[1]) <= MINI_EVAL_EVERY, s["steps"]
@@ -199,9 +201,9 @@ def test_full_config_log_fails_only_the_quality_target(tmp_path):
     # shrunk to keep CI fast: the log does not depend on it, and the full-size model is checked
     # abstractly above (parameter count, FLOPs) and by `tpubench fit`.
     cfg = config_lib.load("resnet", "full", {
-        "data_source": "synthetic", "global_batch_size": 4, "eval_batch_size": 4,
-        "eval_samples": 4, "eval_every_samples": 4, "max_train_samples": 4,
-        "steps_per_dispatch": 1, "dtype": "float32", "image_size": 32,
+        "data.source": "synthetic", "data.global_batch_size": 4, "eval.batch_size": 4,
+        "eval.samples": 4, "eval.every_samples": 4, "run.max_train_samples": 4,
+        "run.steps_per_dispatch": 1, "model.dtype": "float32", "data.image_size": 32,
         "model.stage_sizes": (1, 1, 1, 1), "model.num_filters": 8})
     s = train.train_and_evaluate(cfg, tmp_path / "run")
     assert s["status"] == "aborted"

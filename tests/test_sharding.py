@@ -75,11 +75,11 @@ def test_steps_per_dispatch_does_not_change_training():
 
     cfg = config_lib.load("resnet", "smoke", worker.BASE)
     eng = engine_lib.JitEngine(registry.create(cfg), mesh_lib.build_mesh(cfg))
-    host = worker.batches(4, cfg.global_batch_size)
+    host = worker.batches(4, cfg.data.global_batch_size)
     finals = []
     for k in (1, 4):
         train = eng.compile(k, synthetic=False)["train"]
-        state = eng.init_state(cfg.seed)
+        state = eng.init_state(cfg.run.seed)
         with eng.context():
             for i in range(0, 4, k):
                 block = {key: np.stack([b[key] for b in host[i:i + k]]) for key in host[0]}

@@ -26,10 +26,10 @@ from tpubench import engine as engine_lib
 # The ResNet mini's model at its earlier, smaller size on sklearn's 8x8 digits (cheap steps; what
 # is tested is the harness), 3 evals of 20 steps, target out of reach: every run ends "aborted"
 # at step 60.
-SHORT = {"data_source": "digits", "dataset": "sklearn_digits", "image_size": 8,
-         "train_samples": 1437, "eval_samples": 360, "eval_batch_size": 120,
-         "model.num_filters": 12, "eval_every_samples": 20 * 32, "max_train_samples": 60 * 32,
-         "target_value": 1.1}
+SHORT = {"data.source": "digits", "data.dataset": "sklearn_digits", "data.image_size": 8,
+         "data.train_samples": 1437, "eval.samples": 360, "eval.batch_size": 120,
+         "model.num_filters": 12, "eval.every_samples": 20 * 32, "run.max_train_samples": 60 * 32,
+         "eval.target_value": 1.1}
 
 
 def _cfg(**extra):
@@ -90,7 +90,7 @@ def _sigterm_after(monkeypatch, dispatches: int) -> None:
 def straight(tmp_path_factory):
     """The uninterrupted run every resume is compared with."""
     workdir = tmp_path_factory.mktemp("straight")
-    summary = train.train_and_evaluate(_cfg(checkpoint_keep=1), workdir)
+    summary = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 1}), workdir)
     assert summary["status"] == "aborted" and summary["steps"] == 60
     return workdir, summary
 
@@ -102,12 +102,12 @@ def test_a_resumed_run_equals_the_uninterrupted_one_and_its_clock_never_pauses(
     each fail one assertion here."""
     workdir = tmp_path / "run"
     _sigterm_after(monkeypatch, 27)  # mid-interval: between the evals at 20 and 40
-    first = train.train_and_evaluate(_cfg(checkpoint_keep=1), workdir)
+    first = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 1}), workdir)
     assert first["status"] == "preempted" and first["step"] == 27
     monkeypatch.undo()
     outage = 1.5
     time.sleep(outage)
-    resumed = train.train_and_evaluate(_cfg(checkpoint_keep=1), workdir)
+    resumed = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 1}), workdir)
     s_dir, s = straight
 
     assert resumed["resumed"] is True and resumed["attempts"] == 2 and resumed["steps"] == 60
@@ -154,12 +154,12 @@ def test_sigterm_during_a_checkpoint_save_leaves_a_restorable_checkpoint(tmp_pat
         return real_save(mgr, step, state, progress)
 
     monkeypatch.setattr(checkpoint, "save", save)
-    first = train.train_and_evaluate(_cfg(checkpoint_every_evals=1), workdir)
+    first = train.train_and_evaluate(_cfg(**{"run.checkpoint_every_evals": 1}), workdir)
     assert first["status"] == "preempted"
     assert calls == [20, 21]  # the eval-cadence save at 20, then the preemption save at 21
     monkeypatch.undo()
     assert checkpoint.latest_step(workdir) == 21
-    done = train.train_and_evaluate(_cfg(checkpoint_every_evals=1), workdir)
+    done = train.train_and_evaluate(_cfg(**{"run.checkpoint_every_evals": 1}), workdir)
     assert done["status"] == "aborted" and done["steps"] == 60 and done["attempts"] == 2
 
 
@@ -247,7 +247,7 @@ def test_nothing_compiles_on_the_clock(tmp_path):
             workdir = tmp_path / parallelism
             compiles.clear()
             train.train_and_evaluate(
-                _cfg(parallelism=parallelism, checkpoint_every_evals=1), workdir)
+                _cfg(**{"run.parallelism": parallelism, "run.checkpoint_every_evals": 1}), workdir)
             records = _log(workdir)
             start = _times(records, "run_start")[0] / 1000
             stop = _times(records, "run_stop")[0] / 1000
@@ -315,7 +315,7 @@ def test_the_host_never_reads_the_device_inside_a_block(tmp_path, monkeypatch):
         return dict(compiled, train=reads_the_device)
 
     monkeypatch.setattr(engine_lib.JitEngine, "compile", compile_)
-    train.train_and_evaluate(_cfg(max_train_samples=20 * 32), tmp_path / "broken")
+    train.train_and_evaluate(_cfg(**{"run.max_train_samples": 20 * 32}), tmp_path / "broken")
     assert len(reads) == 20
 
 
@@ -358,7 +358,8 @@ def test_cache_clear_is_logged_as_what_happened(tmp_path):
     assert page_cache.drop(str(target)) is True and target.read_text() == "3\n"
     assert page_cache.drop(str(tmp_path / "no" / "such" / "file")) is False
     workdir = tmp_path / "run"
-    s = train.train_and_evaluate(_cfg(clear_page_cache=False, max_train_samples=20 * 32),
+    s = train.train_and_evaluate(_cfg(**{"run.clear_page_cache": False,
+                                         "run.max_train_samples": 20 * 32}),
                                  workdir)
     assert [r["value"] for r in _log(workdir) if r["key"] == "cache_clear"] == [False]
     assert s["cache_clear"] is False
@@ -397,7 +398,7 @@ def test_the_run_handles_sigterm_whatever_handler_was_there_before(tmp_path, mon
     try:
         assert replaced is preemption._handle
         _sigterm_after(monkeypatch, 5)
-        s = train.train_and_evaluate(_cfg(max_train_samples=20 * 32), tmp_path / "run")
+        s = train.train_and_evaluate(_cfg(**{"run.max_train_samples": 20 * 32}), tmp_path / "run")
         assert s["status"] == "preempted" and s["step"] == 5
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
     finally:

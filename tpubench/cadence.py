@@ -38,18 +38,18 @@ class Cadence:
         """Eval points every `eval_every_samples` (default: one epoch) after
         `eval_offset_samples`, up to and including the first point at or past the budget
         `max_train_samples` (default: 100 epochs)."""
-        gbs = int(config.global_batch_size)
-        every = int(config.eval_every_samples or train_samples)
-        offset = int(config.eval_offset_samples)
+        gbs = int(config.data.global_batch_size)
+        every = int(config.eval.every_samples or train_samples)
+        offset = int(config.eval.offset_samples)
         if every <= 0:
             raise UsageError(
                 "Set eval_every_samples (or the workload's train_samples) to a positive number "
-                "of samples, e.g. --config.eval_every_samples=50000."
+                "of samples, e.g. --config.eval.every_samples=50000."
             )
-        budget = int(config.max_train_samples or 100 * max(train_samples, gbs))
+        budget = int(config.run.max_train_samples or 100 * max(train_samples, gbs))
         n_evals = max(1, math.ceil((budget - offset) / every))
         steps = tuple(math.ceil((offset + j * every) / gbs) for j in range(1, n_evals + 1))
-        return cls(max(1, int(config.steps_per_dispatch)), steps)
+        return cls(max(1, int(config.run.steps_per_dispatch)), steps)
 
     @property
     def max_steps(self) -> int:

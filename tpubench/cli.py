@@ -1,7 +1,7 @@
 """The `tpubench` command.
 
     tpubench list
-    tpubench run WORKLOAD --config=mini [--workdir=DIR] [--config.KEY=VALUE ...]
+    tpubench run WORKLOAD --config=mini [--workdir=DIR] [--config.SECTION.KEY=VALUE ...]
     tpubench check LOG [--ruleset=0.7.0]
     tpubench report RESULTS_DIR [--out=DIR]            (tpubench.report.cli)
     tpubench infer WORKLOAD --config=... --scenario=... (tpubench.infer.cli)
@@ -52,42 +52,63 @@ def _cmd_list(argv: list[str]) -> int:
             cfg = config_lib.load(name, cfg_name)
             kind = "MLPerf closed" if cfg.is_mlperf else "not MLPerf"
             print(
-                f"  --config={cfg_name:<9} {cfg.dataset:<22} target {cfg.target_metric} "
-                f"{'>=' if cfg.higher_is_better else '<='} {cfg.target_value}  [{kind}]"
+                f"  --config={cfg_name:<9} {cfg.data.dataset:<22} target {cfg.eval.target_metric} "
+                f"{'>=' if cfg.eval.higher_is_better else '<='} {cfg.eval.target_value}  [{kind}]"
             )
     return 0
 
 
-def _cmd_run(argv: list[str]) -> int:
+RUN_USAGE = ("tpubench run WORKLOAD --config=CONFIG [--workdir=DIR] [--results_root=DIR] "
+             "[--config.SECTION.KEY=VALUE ...]")
+
+
+def _run_flags(fv) -> None:
+    from absl import flags
+
+    flags.DEFINE_string("workdir", None, "run directory (default: RESULTS_ROOT/<...>/run_<i>)",
+                        flag_values=fv)
+    flags.DEFINE_string("results_root", "results", "where default run directories go",
+                        flag_values=fv)
+
+
+def parse_run(argv: list[str]):
+    """(config, workdir or None, results_root) of `tpubench run`'s words: the workload first,
+    then flags parsed by `tpubench.config.parse_command_line` (the absl mains' parser)."""
     from tpubench import config as config_lib
-
-    parser = _Parser(
-        prog="tpubench run",
-        description="Train WORKLOAD to its target. Extra --config.KEY=VALUE flags override keys.",
-    )
-    parser.add_argument("workload")
-    parser.add_argument("--config", required=True, help="config name (mini, full, ...) or path")
-    parser.add_argument("--workdir", help="run directory (default: results/<...>/run_<i>)")
-    parser.add_argument("--results_root", default="results")
-    overrides, words = config_lib.split_args(argv)  # the parser the absl mains use too
-    args = parser.parse_args(words)
-
     from tpubench import entry, registry
 
-    registry.workload_class(args.workload)  # unknown workload -> UsageError
-    cfg = entry.load_config(args.workload, args.config, overrides)
-    entry.check_workdir(args.results_root if args.workdir is None else args.workdir)
+    if not argv or argv[0].startswith("-"):
+        raise UsageError(f"the following arguments are required: workload (first, before the "
+                         f"flags). Usage: {RUN_USAGE}")
+    workload, rest = argv[0], argv[1:]
+    registry.workload_class(workload)  # unknown workload -> UsageError
+    cfg, fv, positional = config_lib.parse_command_line(workload, rest, _run_flags,
+                                                        usage=RUN_USAGE)
+    if positional:
+        raise UsageError(f"unrecognized arguments: {' '.join(positional)}. Usage: {RUN_USAGE}")
+    entry.check_workload(cfg, workload, entry._config_arg(rest))
+    return cfg, fv.workdir, fv.results_root
+
+
+def _cmd_run(argv: list[str]) -> int:
+    if any(a in ("-h", "--help") for a in argv):
+        print(f"usage: {RUN_USAGE}\n\nTrain WORKLOAD to its target. --config.SECTION.KEY=VALUE "
+              "flags (ml_collections.config_flags rules) override keys.")
+        return 0
+    cfg, workdir, results_root = parse_run(argv)
+
+    from tpubench import entry
+
+    entry.check_workdir(results_root if workdir is None else workdir)
     entry.note_division(cfg)
 
     from tpubench import distributed, results, train
 
     distributed.initialize_from_env()  # before any JAX computation; no-op for one process
-    workdir = args.workdir
     if workdir is None:
         import jax
 
-        workdir = results.default_workdir(
-            args.results_root, cfg, train.platform_name(jax.devices()))
+        workdir = results.default_workdir(results_root, cfg, train.platform_name(jax.devices()))
     summary = train.train_and_evaluate(cfg, workdir)
     keys = ("workload", "config", "is_mlperf", "status", "final_quality", "time_to_target_s")
     print(json.dumps({k: summary.get(k) for k in keys} | {"workdir": str(workdir)}))

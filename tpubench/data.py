@@ -156,10 +156,10 @@ def synthetic_eval_batches(
 ) -> Iterator[Batch]:
     """Host-side random eval batches of the right shapes (the synthetic source measures speed,
     not quality, so its eval numbers are meaningless by design)."""
-    bs = workload.config.eval_batch_size // process_count
-    rng = np.random.default_rng(workload.config.seed)
+    bs = workload.config.eval.batch_size // process_count
+    rng = np.random.default_rng(workload.config.run.seed)
     spec = workload.batch_spec(bs, train=False)
-    classes = max(int(workload.config.get("num_classes", 2)), 2)
+    classes = max(int(workload.config.model.get("num_classes", 2)), 2)
     for _ in range(num_batches):
         batch: dict[str, Any] = {}
         for k, s in spec.items():

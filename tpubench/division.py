@@ -69,7 +69,7 @@ def _weight_decay(key: str, row: str) -> Check:
 
 
 def _resnet_momentum(c: ml_collections.ConfigDict) -> str | None:
-    m, name, gbs = c.optimizer.momentum, c.optimizer.name, c.global_batch_size
+    m, name, gbs = c.optimizer.momentum, c.optimizer.name, c.data.global_batch_size
     if name == "sgd" and not math.isclose(m, 0.9):
         return (f"optimizer.momentum={m!r}: SGD momentum must be 0.9 "
                 "(resnet | sgd | sgd_opt_momentum)")
@@ -82,18 +82,21 @@ def _resnet_momentum(c: ml_collections.ConfigDict) -> str | None:
 def _resnet_sgd_lr(c: ml_collections.ConfigDict) -> str | None:
     if c.optimizer.name != "sgd":
         return None
-    k = c.optimizer.base_learning_rate / 0.001
+    k = c.optimizer.learning_rate / 0.001
     if abs(k - round(k)) < 1e-6:
         return None
-    return (f"optimizer.base_learning_rate={c.optimizer.base_learning_rate!r}: SGD base lr must be "
+    return (f"optimizer.learning_rate={c.optimizer.learning_rate!r}: SGD base lr must be "
             "0.001 * k for an integer k (resnet | sgd | sgd_opt_base_learning_rate)")
 
 
 def _resnet_sgd_warmup(c: ml_collections.ConfigDict) -> str | None:
-    w = c.optimizer.warmup_epochs
-    if c.optimizer.name != "sgd" or (w >= 0 and float(w).is_integer()):
+    """SGD warmup in whole epochs: schedule.warmup_steps a multiple of the steps per epoch."""
+    w = c.schedule.warmup_steps
+    per_epoch = math.ceil(c.data.train_samples / c.data.global_batch_size)
+    if c.optimizer.name != "sgd" or (w >= 0 and w % per_epoch == 0):
         return None
-    return (f"optimizer.warmup_epochs={w!r}: SGD warmup must be an integer >= 0 "
+    return (f"schedule.warmup_steps={w!r} ({w / per_epoch:g} epochs of {per_epoch} steps): SGD "
+            "warmup must be an integer number of epochs >= 0 "
             "(resnet | sgd | opt_learning_rate_warmup_epochs)")
 
 
@@ -106,74 +109,75 @@ _GRAPH = (f"{RULES}, Graph Execution: \"CLOSED: Frameworks are free to optimize 
 _DATA_ORDER = (f"{RULES}, Training Data Order: \"arbitrary sharding, batching, and packing are "
                "allowed\"")
 HARNESS: dict[str, Tunable] = {
-    "mesh": Tunable(_GRAPH),
-    "dcn_mesh": Tunable(_GRAPH),
-    "parallelism": Tunable(_GRAPH),
-    "fsdp_min_size": Tunable(_GRAPH),
-    "steps_per_dispatch": Tunable(_GRAPH),
-    "scan_unroll": Tunable(_GRAPH),
-    "cpu_max_steps_in_flight": Tunable(_GRAPH),
-    "dtype": Tunable(
+    "run.mesh": Tunable(_GRAPH),
+    "run.dcn_mesh": Tunable(_GRAPH),
+    "run.parallelism": Tunable(_GRAPH),
+    "run.fsdp_min_size": Tunable(_GRAPH),
+    "run.steps_per_dispatch": Tunable(_GRAPH),
+    "run.scan_unroll": Tunable(_GRAPH),
+    "run.cpu_max_steps_in_flight": Tunable(_GRAPH),
+    "model.dtype": Tunable(
         f"{RULES}, Numerical formats: \"CLOSED: The numerical formats fp64, fp32, tf32, fp16, "
         "bfloat16, int8, uint8, int4, and uint4 are pre-approved for use\"",
-        _one_of("dtype", ("float32", "bfloat16", "float16", "float64"),
+        _one_of("model.dtype", ("float32", "bfloat16", "float16", "float64"),
                 "the pre-approved formats tpubench supports")),
-    "seed": Tunable(
+    "run.seed": Tunable(
         f"{RULES}, Random numbers: \"Random number generators may be seeded from [...] "
         "Clock, System source of randomness [...]\" (any seed)"),
-    "data_dir": Tunable(
+    "data.dir": Tunable(
         f"{RULES}, Data State at Start of Run: \"Data can start on any durable storage "
         "system\" (where the prepared data lives, not what it is)"),
-    "eval_batch_size": Tunable(
+    "eval.batch_size": Tunable(
         f"{_DATA_ORDER}; the eval set and its order are fixed, the batch it is cut into is not "
         "a hyperparameter"),
-    "checkpoint_every_evals": Tunable(
+    "run.checkpoint_every_evals": Tunable(
         "not a rule of the benchmark: checkpoints change no computed value (their save time is "
         "on the clock)"),
-    "checkpoint_keep": Tunable("not a rule of the benchmark: how many checkpoints stay on disk"),
-    "max_time_s": Tunable(
+    "run.checkpoint_keep": Tunable(
+        "not a rule of the benchmark: how many checkpoints stay on disk"),
+    "run.max_time_s": Tunable(
         "a budget, not a hyperparameter: a run stopped by it is not converged (status aborted)"),
-    "max_train_samples": Tunable(
+    "run.max_train_samples": Tunable(
         "a budget, not a hyperparameter: a run stopped by it is not converged (status aborted)"),
-    "submission_org": Tunable(f"{RULES}: log metadata (submission_org)"),
-    "submission_platform": Tunable(f"{RULES}: log metadata (submission_platform)"),
-    "submission_status": Tunable(
+    "submission.org": Tunable(f"{RULES}: log metadata (submission_org)"),
+    "submission.platform": Tunable(f"{RULES}: log metadata (submission_platform)"),
+    "submission.status": Tunable(
         "log metadata; the 0.7.0 checker allows cloud, onprem, preview, research",
-        _one_of("submission_status", ("cloud", "onprem", "preview", "research"),
+        _one_of("submission.status", ("cloud", "onprem", "preview", "research"),
                 "0.7.0 compliance checker")),
 }
 
 _RESNET = "resnet | lars/sgd | "
 WORKLOADS: dict[str, dict[str, Tunable]] = {
     "resnet": {
-        "global_batch_size": Tunable(
+        "data.global_batch_size": Tunable(
             _HP + "resnet | lars | global_batch_size | unconstrained; "
             "resnet | sgd | global_batch_size | arbitrary constant"),
-        "model_bn_span": Tunable(
+        "model.bn_span": Tunable(
             _HP + "resnet | sgd | model_bn_span | arbitrary constant; Hyperparameter Borrowing: "
             "\"they may change batch size (local batch size, global batch size, batchnorm span)\""),
-        "label_smoothing": Tunable(
+        "model.label_smoothing": Tunable(
             _HP + "resnet | lars/sgd | label smoothing** | 0 or 0.1",
-            _one_of("label_smoothing", (0.0, 0.1), _RESNET + "label smoothing | 0 or 0.1")),
+            _one_of("model.label_smoothing", (0.0, 0.1), _RESNET + "label smoothing | 0 or 0.1")),
         "optimizer.name": Tunable(
             _HP + "resnet | lars/sgd | opt_name | \"lars\" or \"sgd\"",
             _one_of("optimizer.name", ("lars", "sgd"), _RESNET + "opt_name")),
-        "optimizer.base_learning_rate": Tunable(
+        "optimizer.learning_rate": Tunable(
             _HP + "resnet | lars | lars_opt_base_learning_rate | arbitrary constant; "
             "resnet | sgd | sgd_opt_base_learning_rate | 0.001 * k where k is an integer",
             _resnet_sgd_lr),
-        "optimizer.end_learning_rate": Tunable(
+        "schedule.end_learning_rate": Tunable(
             _HP + "resnet | lars | lars_opt_end_learning_rate* | fixed to reference; "
             "resnet | sgd | sgd_opt_end_learning_rate | 10^-4",
-            _equals("optimizer.end_learning_rate", 1e-4, _RESNET + "end learning rate 1e-4")),
-        "optimizer.poly_power": Tunable(
+            _equals("schedule.end_learning_rate", 1e-4, _RESNET + "end learning rate 1e-4")),
+        "schedule.decay_power": Tunable(
             _HP + "resnet | lars/sgd | *_opt_learning_rate_decay_poly_power | 2 (fixed)",
-            _equals("optimizer.poly_power", 2.0, _RESNET + "decay poly power 2")),
-        "optimizer.warmup_epochs": Tunable(
+            _equals("schedule.decay_power", 2.0, _RESNET + "decay poly power 2")),
+        "schedule.warmup_steps": Tunable(
             _HP + "resnet | lars | lars_opt_learning_rate_warmup_epochs | arbitrary constant; "
             "resnet | sgd | opt_learning_rate_warmup_epochs | integer >= 0",
             _resnet_sgd_warmup),
-        "optimizer.train_epochs": Tunable(
+        "schedule.train_steps": Tunable(
             _HP + "resnet | lars | lars_opt_learning_rate_decay_steps | unconstrained; "
             "resnet | sgd | sgd_opt_learning_rate_decay_steps | integer >= 0"),
         "optimizer.momentum": Tunable(
@@ -189,67 +193,71 @@ WORKLOADS: dict[str, dict[str, Tunable]] = {
             _equals("optimizer.epsilon", 0.0, "resnet | lars | lars_epsilon")),
     },
     "bert": {
-        "global_batch_size": Tunable(_HP + "bert | lamb | global_batch_size | unconstrained"),
-        "learning_rate": Tunable(_HP + "bert | lamb | opt_base_learning_rate | unconstrained"),
-        "lamb_epsilon": Tunable(_HP + "bert | lamb | opt_epsilon | unconstrained"),
-        "train_steps": Tunable(
+        "data.global_batch_size": Tunable(_HP + "bert | lamb | global_batch_size | unconstrained"),
+        "optimizer.learning_rate": Tunable(
+            _HP + "bert | lamb | opt_base_learning_rate | unconstrained"),
+        "optimizer.epsilon": Tunable(_HP + "bert | lamb | opt_epsilon | unconstrained"),
+        "schedule.train_steps": Tunable(
             _HP + "bert | lamb | opt_learning_rate_training_steps | unconstrained"),
-        "warmup_steps": Tunable(
+        "schedule.warmup_steps": Tunable(
             _HP + "bert | lamb | opt_learning_rate_warmup_steps, num_warmup_steps | "
             "unconstrained"),
-        "start_warmup_step": Tunable(_HP + "bert | lamb | start_warmup_step | unconstrained"),
-        "lamb_beta_1": Tunable(_HP + "bert | lamb | opt_lamb_beta_1 | unconstrained"),
-        "lamb_beta_2": Tunable(_HP + "bert | lamb | opt_lamb_beta_2 | unconstrained"),
-        "lamb_weight_decay": Tunable(
+        "schedule.start_warmup_step": Tunable(
+            _HP + "bert | lamb | start_warmup_step | unconstrained"),
+        "optimizer.beta_1": Tunable(_HP + "bert | lamb | opt_lamb_beta_1 | unconstrained"),
+        "optimizer.beta_2": Tunable(_HP + "bert | lamb | opt_lamb_beta_2 | unconstrained"),
+        "optimizer.weight_decay": Tunable(
             _HP + "bert | lamb | opt_lamb_weight_decay_rate | unconstrained"),
     },
     "dlrm": {
-        "global_batch_size": Tunable(_HP + "dlrm | sgd | global_batch_size | unconstrained"),
-        "learning_rate": Tunable(
+        "data.global_batch_size": Tunable(_HP + "dlrm | sgd | global_batch_size | unconstrained"),
+        "optimizer.learning_rate": Tunable(
             _HP + "dlrm | sgd | opt_base_learning_rate, sgd_opt_base_learning_rate | "
             "unconstrained"),
-        "warmup_steps": Tunable(
+        "schedule.warmup_steps": Tunable(
             _HP + "dlrm | sgd | opt_learning_rate_warmup_steps | unconstrained"),
-        "lr_decay_start_steps": Tunable(_HP + "dlrm | sgd | lr_decay_start_steps | unconstrained"),
-        "lr_decay_steps": Tunable(
+        "schedule.decay_start_step": Tunable(
+            _HP + "dlrm | sgd | lr_decay_start_steps | unconstrained"),
+        "schedule.decay_steps": Tunable(
             _HP + "dlrm | sgd | sgd_opt_learning_rate_decay_steps | unconstrained"),
-        "lr_decay_power": Tunable(
+        "schedule.decay_power": Tunable(
             _HP + "dlrm | sgd | sgd_opt_learning_rate_decay_poly_power | 2",
-            _equals("lr_decay_power", 2, "dlrm | sgd | sgd_opt_learning_rate_decay_poly_power")),
-        "data_source": Tunable(
+            _equals("schedule.decay_power", 2,
+                    "dlrm | sgd | sgd_opt_learning_rate_decay_poly_power")),
+        "data.source": Tunable(
             f"{RULES}, Data State at Start of Run: \"The data may also be reformatted for the "
             "target system provided that the reformatting does not introduce new information\" "
             "(the same Criteo 1TB days, as binary or TSV)",
-            _one_of("data_source", ("criteo_binary", "criteo_tsv"), "Criteo 1TB formats")),
-        "embedding_shard_min_rows": Tunable(_GRAPH),
-        "embedding_rows_multiple": Tunable(
+            _one_of("data.source", ("criteo_binary", "criteo_tsv"), "Criteo 1TB formats")),
+        "run.embedding_shard_min_rows": Tunable(_GRAPH),
+        "run.embedding_rows_multiple": Tunable(
             f"{_GRAPH}; padding rows are never looked up (Data Representation: \"Mathematically "
             "equivalent padding\")"),
     },
     "transformer": {
-        "global_batch_size": Tunable(
+        "data.global_batch_size": Tunable(
             _HP + "transformer | adam / lazy | global_batch_size | arbitrary constant"),
-        "learning_rate": Tunable(
+        "optimizer.learning_rate": Tunable(
             _HP + "transformer | adam / lazy | opt_base_learning_rate | Arbitrary constant"),
-        "warmup_steps": Tunable(
+        "schedule.warmup_steps": Tunable(
             _HP + "transformer | adam / lazy | opt_learning_rate_warmup_steps | arbitrary "
             "constant"),
-        "adam_b1": Tunable(
+        "optimizer.beta_1": Tunable(
             _HP + "transformer | adam / lazy | opt_adam_beta_1 | arbitrary constant"),
-        "adam_b2": Tunable(
+        "optimizer.beta_2": Tunable(
             _HP + "transformer | adam / lazy | opt_adam_beta_2 | arbitrary constant"),
-        "adam_eps": Tunable(
+        "optimizer.epsilon": Tunable(
             _HP + "transformer | adam / lazy | opt_adam_epsilon* | fixed to reference (1e-9)",
-            _equals("adam_eps", 1e-9, "transformer | adam | opt_adam_epsilon")),
-        "max_len": Tunable(
+            _equals("optimizer.epsilon", 1e-9, "transformer | adam | opt_adam_epsilon")),
+        "data.max_len": Tunable(
             f"{RULES}, Data Representation: \"CLOSED: For benchmarks with sequence inputs, you "
             "may choose a length N and either truncate all examples to length N or throw out all "
             "examples which exceed length N. [...] This may only be done on the training set\""),
-        "tfds_data_dir": Tunable(
+        "data.dir": Tunable(
             f"{RULES}, Data State at Start of Run: \"Data can start on any durable storage "
             "system\""),
-        "cache_dir": Tunable("where the prepared vocabulary is cached, not what it is"),
-        "vocab_file": Tunable(
+        "data.cache_dir": Tunable("where the prepared vocabulary is cached, not what it is"),
+        "data.vocab_file": Tunable(
             f"{RULES}, Other Uses of Data: \"Input encoding data, such as language vocabulary "
             "[...] may [be] used during pre-processing\"; the reference loads the published "
             "vocab.ende.32768 when given it (utils/tokenizer.py)"),
@@ -257,7 +265,7 @@ WORKLOADS: dict[str, dict[str, Tunable]] = {
 }
 
 # Keys the config file (or this module) sets: never overridden.
-DERIVED = ("workload", "open_reasons")
+DERIVED = ("workload", "submission.open_reasons")
 
 
 def _get(c: ml_collections.ConfigDict, key: str) -> Any:
@@ -294,7 +302,7 @@ def open_reasons(config: ml_collections.ConfigDict, changed: Iterable[str]) -> l
     one line per key no rule lets a submitter change, then every broken constraint."""
     reasons = []
     for key in changed:
-        if key in ("is_mlperf", "submission_division"):
+        if key in ("is_mlperf", "submission.division"):
             reasons.append(f"{key}={_get(config, key)!r} was asked for")
         elif tunable(config.workload, key) is None:
             reasons.append(
@@ -314,13 +322,13 @@ def check_override(config: ml_collections.ConfigDict, key: str, value: Any) -> N
             f"--config.is_mlperf=True on the {config.get('config_name') or 'given'!s} config: "
             "only an MLPerf config (e.g. --config=full) can produce an MLPerf result, and an "
             "override never makes one. Drop the override or use an MLPerf config.")
-    if key == "submission_division":
+    if key == "submission.division":
         if value not in ("open", "closed"):
             raise UsageError(
-                f"--config.submission_division={value!r}: the division is 'closed' or 'open'.")
+                f"--config.submission.division={value!r}: the division is 'closed' or 'open'.")
         if value == "closed" and not config.is_mlperf:
             raise UsageError(
-                "--config.submission_division=closed on a non-MLPerf config: only an MLPerf "
+                "--config.submission.division=closed on a non-MLPerf config: only an MLPerf "
                 "config (is_mlperf=True, e.g. --config=full) runs in closed division.")
 
 
@@ -336,6 +344,6 @@ def apply(config: ml_collections.ConfigDict, changed: Iterable[str], mlperf: boo
     if reasons:
         with config.unlocked():
             config.is_mlperf = False
-            config.submission_division = "open"
-            config.open_reasons = tuple(reasons)
+            config.submission.division = "open"
+            config.submission.open_reasons = tuple(reasons)
     return reasons

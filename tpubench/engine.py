@@ -2,7 +2,8 @@
 
 `JitEngine` (the default): `jax.jit` with NamedShardings over the mesh, ahead-of-time compiled
 (`.lower(...).compile()`), so no compile can happen after `run_start`. `PmapEngine`: the classic
-`pmap` data-parallel path, kept for comparison (`config.parallelism="pmap"`). Both expose the same
+`pmap` data-parallel path, kept for comparison (`config.run.parallelism="pmap"`). Both expose the
+same
 methods, so the training loop does not know which one it drives.
 """
 
@@ -37,7 +38,7 @@ class JitEngine:
         boxed = jax.eval_shape(self._init, jax.random.PRNGKey(0))
         self.abstract_state = nn.meta.unbox(boxed)
         self.state_shardings = mesh_lib.state_shardings(
-            boxed, mesh, self.rules, self.config.fsdp_min_size
+            boxed, mesh, self.rules, self.config.run.fsdp_min_size
         )
         self.batch_sharding = mesh_lib.batch_sharding(mesh)
         self.block_sharding = mesh_lib.batch_sharding(mesh, leading_dims=1)
@@ -68,7 +69,7 @@ class JitEngine:
     ) -> dict[str, Any]:
         """AOT-compile the K-step train block, a block of each of `other_sizes` steps (the
         remainders of eval intervals), and the eval step; returns executables and FLOPs/step."""
-        gbs, ebs = self.config.global_batch_size, self.config.eval_batch_size
+        gbs, ebs = self.config.data.global_batch_size, self.config.eval.batch_size
         state_in = mesh_lib.with_shardings(self.abstract_state, self.state_shardings)
         train_step = steps.make_train_step(self.workload)
         batch_in = self._abstract_batch(gbs, True, self.batch_sharding)
@@ -85,14 +86,14 @@ class JitEngine:
                 "flops_per_step": flops}
 
     def _compile_block(self, train_step, k: int, synthetic: bool, state_in):
-        gbs = self.config.global_batch_size
+        gbs = self.config.data.global_batch_size
         if synthetic:
             constrain = lambda b: jax.lax.with_sharding_constraint(b, self.batch_sharding)
             block = steps.make_synthetic_block(
-                train_step, self.workload, k, gbs, constrain, self.config.scan_unroll)
+                train_step, self.workload, k, gbs, constrain, self.config.run.scan_unroll)
             args = (state_in,)
         else:
-            block = steps.make_block(train_step, self.config.scan_unroll)
+            block = steps.make_block(train_step, self.config.run.scan_unroll)
             args = (state_in, self._abstract_batch(gbs, True, self.block_sharding, (k,)))
         return jax.jit(
             block, out_shardings=(self.state_shardings, self.replicated), donate_argnums=0,
@@ -173,7 +174,7 @@ class PmapEngine:
         self, steps_per_dispatch: int, synthetic: bool, other_sizes: tuple[int, ...] = ()
     ) -> dict[str, Any]:
         """pmap-compile the block(s) and eval step (by lowering on abstract per-device shapes)."""
-        gbs, ebs = self.config.global_batch_size, self.config.eval_batch_size
+        gbs, ebs = self.config.data.global_batch_size, self.config.eval.batch_size
         if gbs % self.n or ebs % self.n:
             from tpubench.errors import UsageError
 
@@ -191,10 +192,10 @@ class PmapEngine:
         if synthetic:
             block = steps.make_synthetic_block(
                 train_step, self.workload, steps_per_dispatch, gbs // self.n,
-                unroll=self.config.scan_unroll,
+                unroll=self.config.run.scan_unroll,
             )
         else:
-            block = steps.make_block(train_step, self.config.scan_unroll)
+            block = steps.make_block(train_step, self.config.run.scan_unroll)
         eval_step = steps.make_eval_step(self.workload)
 
         def eval_fn(state, batch):
@@ -215,7 +216,7 @@ class PmapEngine:
             if k == steps_per_dispatch:
                 continue
             block_k = steps.make_synthetic_block(
-                train_step, self.workload, k, gbs // self.n, unroll=self.config.scan_unroll,
+                train_step, self.workload, k, gbs // self.n, unroll=self.config.run.scan_unroll,
             ) if synthetic else block
             args_k = (state_in,) if synthetic else (
                 state_in, self._spec(gbs // self.n, True, (self.n, k)))
@@ -274,7 +275,7 @@ def merge_eval_outputs(host: list[dict[str, np.ndarray]]) -> dict[str, np.ndarra
 
 
 def create(workload: Workload, mesh: jax.sharding.Mesh) -> JitEngine | PmapEngine:
-    """The engine `config.parallelism` names."""
-    if workload.config.parallelism == "pmap":
+    """The engine `config.run.parallelism` names."""
+    if workload.config.run.parallelism == "pmap":
         return PmapEngine(workload, mesh)
     return JitEngine(workload, mesh)

@@ -4,9 +4,10 @@
         [--config.KEY=VALUE ...]
 
 `--config` takes a config file or a config name (`--config=mini`). Overrides are parsed by
-`tpubench.config` exactly as `tpubench run` parses them (one parser, one set of rules, the same
-closed/open division logic). Bad input (an unknown flag or key, a missing config file, a workdir
-that is a file) is a `UsageError`: one paragraph on stderr, exit status 2, nothing written.
+`tpubench.config.parse_command_line` (`ml_collections.config_flags` rules) exactly as `tpubench
+run` parses them (one parser, one set of rules, the same closed/open division logic). Bad input
+(an unknown flag or key, a missing config file, a workdir that is a file) is a `UsageError`: one
+paragraph on stderr, exit status 2, nothing written.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ USAGE = ("python -m workloads.{name}.main --config=CONFIG --workdir=DIR [--confi
 HELP = """  --config    a config name (tpubench list shows them) or a config file
   --workdir   the run directory: log, summary.json, checkpoints (created if missing; a rerun
               with the same workdir resumes a preempted run)
-  --config.KEY=VALUE   override a config key, e.g. --config.global_batch_size=64 (the same
-              parser as `tpubench run`; overrides that change an MLPerf benchmark make the run
-              open division)"""
+  --config.SECTION.KEY=VALUE   override a config key (ml_collections.config_flags rules), e.g.
+              --config.data.global_batch_size=64 or --config.run.seed 3 (the same parser as
+              `tpubench run`; overrides that change an MLPerf benchmark make the run open
+              division)"""
 
 
 def check_workdir(workdir: str | os.PathLike) -> pathlib.Path:
@@ -58,40 +60,55 @@ def check_workdir(workdir: str | os.PathLike) -> pathlib.Path:
 def load_config(workload_name: str, config: str, overrides: Sequence[str]):
     """The config a command line names, with overrides; `UsageError` for another workload's."""
     cfg = config_lib.load(workload_name, config, overrides)
+    check_workload(cfg, workload_name, config)
+    return cfg
+
+
+def check_workload(cfg, workload_name: str, config: str) -> None:
+    """`UsageError` when `cfg` (named `config` on the command line) is another workload's."""
     if cfg.workload != workload_name:
         raise UsageError(
             f"--config={config!r} is a {cfg.workload!r} config, not a {workload_name!r} one. Run "
             f"python -m workloads.{cfg.workload}.main with it, or pass a {workload_name} config.")
-    return cfg
 
 
-def _define_flags() -> None:
-    if "workdir" not in flags.FLAGS:
-        flags.DEFINE_string("workdir", None, "Run directory (log, summary, checkpoints).")
-        flags.DEFINE_string("config", None, "Config name (mini, full, ...) or config file path.")
+def _define_flags(fv: flags.FlagValues) -> None:
+    flags.DEFINE_string("workdir", None, "Run directory (log, summary, checkpoints).",
+                        flag_values=fv)
+
+
+def parse(workload_name: str, argv: Sequence[str]):
+    """(config, workdir) of an absl main's command line (flags after the program name), parsed
+    by `tpubench.config.parse_command_line`, the parser `tpubench run` uses."""
+    usage = USAGE.format(name=workload_name)
+    cfg, fv, positional = config_lib.parse_command_line(
+        workload_name, argv, _define_flags, usage=usage)
+    if positional:
+        raise UsageError(f"Unexpected arguments: {' '.join(positional)}. Usage: {usage}")
+    if not fv.workdir:
+        raise UsageError(f"Missing --workdir. Usage: {usage}")
+    check_workload(cfg, workload_name, _config_arg(argv))
+    return cfg, check_workdir(fv.workdir)
+
+
+def _config_arg(argv: Sequence[str]) -> str:
+    """The --config value as written (for messages)."""
+    for i, a in enumerate(argv):
+        if a.startswith(("--config=", "-config=")):
+            return a.split("=", 1)[1]
+        if a in ("--config", "-config") and i + 1 < len(argv):
+            return argv[i + 1]
+    return ""
 
 
 def main(workload_name: str, argv: Sequence[str]) -> int:
     """Parse `argv` (flags after the program name), train to target; the exit status."""
-    _define_flags()
     usage = USAGE.format(name=workload_name)
     if any(a in ("-h", "--help", "--helpshort", "--helpfull") for a in argv):
         print(f"usage: {usage}\n\n{HELP}")
         return 0
     try:
-        overrides, rest = config_lib.split_args(argv)
-        flags.FLAGS.unparse_flags()  # values of an earlier call (in-process tests) do not stick
-        try:
-            positional = flags.FLAGS([sys.argv[0], *rest])[1:]
-        except flags.Error as e:
-            raise UsageError(f"{e}. Usage: {usage}") from None
-        if positional:
-            raise UsageError(f"Unexpected arguments: {' '.join(positional)}. Usage: {usage}")
-        missing = [f"--{n}" for n in ("config", "workdir") if not flags.FLAGS[n].value]
-        if missing:
-            raise UsageError(f"Missing {' and '.join(missing)}. Usage: {usage}")
-        cfg = load_config(workload_name, flags.FLAGS.config, overrides)
-        workdir = check_workdir(flags.FLAGS.workdir)
+        cfg, workdir = parse(workload_name, argv)
         note_division(cfg)
 
         from tpubench import distributed, train
@@ -118,7 +135,7 @@ def run(workload_name: str) -> None:
 
 def note_division(cfg) -> None:
     """Say on stderr, before the run, when overrides made an MLPerf config open division."""
-    reasons = tuple(cfg.get("open_reasons", ()))
+    reasons = tuple(cfg.submission.get("open_reasons", ()))
     if reasons:
         print(f"tpubench: note: these overrides make this {cfg.workload} {cfg.config_name} run "
               "open division (is_mlperf false; not a closed MLPerf result): "

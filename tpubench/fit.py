@@ -125,7 +125,7 @@ def one_step_cost(engine: Any) -> tuple[float, float]:
     from tpubench import mesh as mesh_lib
     from tpubench import steps
 
-    gbs = engine.config.global_batch_size
+    gbs = engine.config.data.global_batch_size
     state_in = mesh_lib.with_shardings(engine.abstract_state, engine.state_shardings)
     batch_in = {k: jax.ShapeDtypeStruct(tuple(s.shape), s.dtype, sharding=engine.batch_sharding)
                 for k, s in engine.workload.batch_spec(gbs, train=True).items()}
@@ -149,24 +149,24 @@ def fit(config: Any, topology_name: str) -> FitReport:
 
     topo = topology.parse(topology_name)
     workload = registry.create(config)
-    if config.parallelism == "pmap":
+    if config.run.parallelism == "pmap":
         raise UsageError("fit compiles the jit engine; pmap cannot target compile-only devices. "
-                         "Drop --config.parallelism=pmap.")
+                         "Drop --config.run.parallelism=pmap.")
     mesh = mesh_lib.build_mesh(config, devices=topo.devices())
-    mesh_lib.check_batch(config.global_batch_size, mesh)
-    mesh_lib.check_batch(config.eval_batch_size, mesh, "eval_batch_size")
-    peak, hbm, bandwidth = _peaks(topo, config.dtype)
+    mesh_lib.check_batch(config.data.global_batch_size, mesh)
+    mesh_lib.check_batch(config.eval.batch_size, mesh, "eval_batch_size")
+    peak, hbm, bandwidth = _peaks(topo, config.model.dtype)
     base = dict(workload=workload.name, config=config.config_name, topology=topo.name,
                 devices=topo.device_count, mesh=dict(mesh.shape),
-                global_batch_size=int(config.global_batch_size),
-                steps_per_dispatch=int(config.steps_per_dispatch), hbm_bytes=hbm,
+                global_batch_size=int(config.data.global_batch_size),
+                steps_per_dispatch=int(config.run.steps_per_dispatch), hbm_bytes=hbm,
                 peak_flops=peak, hbm_bytes_per_s=bandwidth)
 
     t = time.perf_counter()
     try:
         engine = engine_lib.JitEngine(workload, mesh)
-        compiled = engine.compile(config.steps_per_dispatch,
-                                  synthetic=config.data_source == "synthetic")
+        compiled = engine.compile(config.run.steps_per_dispatch,
+                                  synthetic=config.data.source == "synthetic")
         compile_s = time.perf_counter() - t
         flops, nbytes = one_step_cost(engine)
     except Exception as e:  # noqa: BLE001 - XLA reports OOM as a runtime error

@@ -1,6 +1,6 @@
 """Layers whose behaviour is a harness feature chosen by config, usable by any linen model.
 
-`BatchNorm` is batch norm with a configurable statistics group (`config.model_bn_span`, the
+`BatchNorm` is batch norm with a configurable statistics group (`config.model.bn_span`, the
 MLPerf `model_bn_span`: examples per batch-norm group). Under `jax.jit` the model sees the GLOBAL
 batch, so plain batch norm normalises over all of it (XLA all-reduces the statistics across the
 sharded batch). MLPerf submissions instead compute statistics over groups of devices (the
@@ -36,7 +36,7 @@ def group_stats(x: jax.Array, span: int) -> tuple[jax.Array, jax.Array]:
     span = span or batch
     if span <= 0 or batch % span:
         raise UsageError(
-            f"model_bn_span={span} does not divide the batch of {batch} examples that batch norm "
+            f"model.bn_span={span} does not divide the batch of {batch} examples that batch norm "
             "sees (the global batch under jit, the per-device batch under pmap). Use a divisor of "
             "it, or 0 for the whole batch."
         )

@@ -1,7 +1,8 @@
 """The device mesh and the shardings of state and batches, from config alone.
 
-Axes are ("data", "fsdp", "tensor"). `config.mesh` gives the per-slice (ICI) shape, `-1` meaning
-"fill with the remaining devices"; `config.dcn_mesh` the across-slice (DCN) shape for multi-slice.
+Axes are ("data", "fsdp", "tensor"). `config.run.mesh` gives the per-slice (ICI) shape, `-1` meaning
+"fill with the remaining devices"; `config.run.dcn_mesh` the across-slice (DCN) shape for
+multi-slice.
 Params carry logical axis names (`nn.with_logical_partitioning`); `logical_axis_rules` maps them to
 mesh axes. FSDP (ZeRO-3 style) is a rule over shapes, not names: any param or optimizer-state array
 at least `fsdp_min_size` big gets its largest still-unsharded divisible dimension split over
@@ -69,17 +70,17 @@ def _resolve_shape(shape: dict[str, int], n: int, what: str) -> list[int]:
 
 def mesh_shape(config: ml_collections.ConfigDict, num_devices: int) -> tuple[list[int], list[int]]:
     """(ici_shape, dcn_shape) for `num_devices`, with -1 filled; `UsageError` if it can't fit."""
-    dcn = _resolve_shape(config.dcn_mesh, num_devices, "dcn_mesh")
+    dcn = _resolve_shape(config.run.dcn_mesh, num_devices, "dcn_mesh")
     slices = math.prod(dcn)
     if num_devices % slices:
         raise UsageError(f"dcn_mesh {dcn} ({slices} slices) does not divide {num_devices} devices.")
-    ici = _resolve_shape(config.mesh, num_devices // slices, "mesh")
+    ici = _resolve_shape(config.run.mesh, num_devices // slices, "mesh")
     total = math.prod(ici) * slices
     if total != num_devices:
         raise UsageError(
             f"The mesh {_named(ici)} x dcn {_named(dcn)} has {total} devices but "
             f"this host sees {num_devices}. Make the product equal {num_devices}, or use -1 on "
-            "one axis to fill, e.g. --config.mesh.data=-1."
+            "one axis to fill, e.g. --config.run.mesh.data=-1."
         )
     return ici, dcn
 

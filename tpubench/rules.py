@@ -5,7 +5,7 @@ Ruleset: training 0.7.0, as the official 0.7.0 compliance checker enforced it fo
 checker's ruleset string takes it from here: the compliance checker calls
 (`tpubench.mllog.check_compliance`, `tpubench.report.compliance`), `tpubench report`
 (`tpubench.report.targets`) and each closed-division config (`workloads/*/configs/full.py`,
-`c.target_value`).
+`c.eval.target_value`).
 
 BERT: the v0.7 target is masked-LM accuracy 0.712 at every global batch size. The
 `training_0.7.0/closed_bert.yaml` that recent `mlperf-logging` releases ship (4.1.68 here)

@@ -129,7 +129,7 @@ def make_synthetic_block(
     unroll: int | bool = 1,
 ) -> Callable[[TrainState], tuple[TrainState, dict]]:
     """K steps on batches generated on device (measures the chip, not the input pipeline)."""
-    seed = workload.config.seed + 1
+    seed = workload.config.run.seed + 1
 
     def block(state: TrainState) -> tuple[TrainState, dict]:
         # The key is made while tracing, not eagerly: an eager op would run on the mesh's

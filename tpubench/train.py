@@ -53,11 +53,11 @@ def platform_name(devices: list[Any]) -> str:
 
 def _log_header(log: mllog_lib.RunLogger, workload: Workload, platform: str) -> None:
     c = workload.config
-    log.event(K.SUBMISSION_ORG, c.submission_org)
-    suffix = "" if c.is_mlperf else f"-{c.config_name}-{c.dataset}"
-    log.event(K.SUBMISSION_PLATFORM, (c.submission_platform or platform) + suffix)
-    log.event(K.SUBMISSION_DIVISION, c.submission_division)
-    log.event(K.SUBMISSION_STATUS, c.submission_status)
+    log.event(K.SUBMISSION_ORG, c.submission.org)
+    suffix = "" if c.is_mlperf else f"-{c.config_name}-{c.data.dataset}"
+    log.event(K.SUBMISSION_PLATFORM, (c.submission.platform or platform) + suffix)
+    log.event(K.SUBMISSION_DIVISION, c.submission.division)
+    log.event(K.SUBMISSION_STATUS, c.submission.status)
     log.event(K.SUBMISSION_BENCHMARK, workload.mlperf_name)
 
 
@@ -65,7 +65,7 @@ def _evaluate(workload: Workload, eng, compiled, state, source: str) -> tuple[fl
     """(quality, seconds): every eval batch dispatched, then one host read of all outputs."""
     c = workload.config
     watch = Stopwatch()
-    n = -(-workload.eval_samples // c.eval_batch_size)
+    n = -(-workload.eval_samples // c.eval.batch_size)
     pi, pc = jax.process_index(), jax.process_count()
     if source == "synthetic":
         batches = data.synthetic_eval_batches(workload, n, pc)
@@ -96,12 +96,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     workload = registry.create(config)
     run = RunDir(workdir)
     run.check_not_finished()
-    source = config.data_source
+    source = config.data.source
     if source != "synthetic":
         workload.check_data()
     mesh = mesh_lib.build_mesh(config)
-    mesh_lib.check_batch(config.global_batch_size, mesh)
-    mesh_lib.check_batch(config.eval_batch_size, mesh, "eval_batch_size")
+    mesh_lib.check_batch(config.data.global_batch_size, mesh)
+    mesh_lib.check_batch(config.eval.batch_size, mesh, "eval_batch_size")
     cadence = Cadence.from_config(config, workload.train_samples)
     start_step = checkpoint.latest_step(workdir)
     if jax.process_index() == 0:
@@ -129,19 +129,19 @@ def _run(workload, run, log, mesh, cadence, start_step, source) -> dict:
     platform = platform_name(jax.devices())
     cleared = False
     if not resumed:
-        cleared = bool(c.clear_page_cache) and page_cache.drop()
+        cleared = bool(c.run.clear_page_cache) and page_cache.drop()
         log.event(K.CACHE_CLEAR, cleared)
         log.start(K.INIT_START)
         _log_header(log, workload, platform)
     eng = engine_lib.create(workload, mesh)
     compiled = eng.compile(cadence.steps_per_dispatch, synthetic=source == "synthetic",
                            other_sizes=cadence.remainder_sizes(start_step or 0))
-    mgr = checkpoint.manager(run.path, keep=c.checkpoint_keep)
+    mgr = checkpoint.manager(run.path, keep=c.run.checkpoint_keep)
     if resumed:
         state, progress = checkpoint.restore(mgr, eng.abstract_state, eng.state_shardings)
         state = eng.from_checkpoint(state)
     else:
-        state = eng.init_state(c.seed)
+        state = eng.init_state(c.run.seed)
         progress = {"train_s": 0.0, "eval_s": 0.0, "history": [], "attempts": 0,
                     "cache_clear": cleared}
         for key, value in workload.mllog_hyperparameters().items():
@@ -171,10 +171,10 @@ def _run(workload, run, log, mesh, cadence, start_step, source) -> dict:
 def _loop(workload, run, log, mesh, cadence, source, eng, compiled, mgr, state, progress,
           clock, step, platform, resumed) -> dict:
     c = workload.config
-    gbs, kdisp, ts = c.global_batch_size, cadence.steps_per_dispatch, workload.train_samples
+    gbs, kdisp, ts = c.data.global_batch_size, cadence.steps_per_dispatch, workload.train_samples
     # Back-pressure without reading the device: wait (block_until_ready) for the dispatch before
     # the previous one, so at most two are queued; simulated CPU devices need a tighter bound.
-    cpu_wait = jax.devices()[0].platform == "cpu" and 2 * kdisp > c.cpu_max_steps_in_flight
+    cpu_wait = jax.devices()[0].platform == "cpu" and 2 * kdisp > c.run.cpu_max_steps_in_flight
     pi, pc = jax.process_index(), jax.process_count()
     feed = None
     if source != "synthetic":
@@ -225,9 +225,9 @@ def _loop(workload, run, log, mesh, cadence, source, eng, compiled, mgr, state, 
                 if workload.target.reached(quality):
                     status = "success"
                     break
-                if step >= cadence.max_steps or (c.max_time_s and elapsed > c.max_time_s):
+                if step >= cadence.max_steps or (c.run.max_time_s and elapsed > c.run.max_time_s):
                     break
-                every = c.checkpoint_every_evals
+                every = c.run.checkpoint_every_evals
                 if every and len(progress["history"]) % every == 0:
                     _save(mgr, eng, state, progress, step)
         except Diverged as e:
@@ -277,16 +277,16 @@ def _summarize(workload, run, status, error, quality, run_s, progress, compiled,
                platform, resumed, step, mesh) -> dict:
     c = workload.config
     train_s, eval_s = progress["train_s"], progress["eval_s"]
-    samples = step * c.global_batch_size
-    peak = perf.peak_flops(jax.devices(), c.dtype)
+    samples = step * c.data.global_batch_size
+    peak = perf.peak_flops(jax.devices(), c.model.dtype)
     summary = {
         "workload": workload.name,
         "config": c.config_name,
-        "dataset": c.dataset,
-        "data_source": c.data_source,
+        "dataset": c.data.dataset,
+        "data_source": c.data.source,
         "is_mlperf": bool(c.is_mlperf),
-        "division": c.submission_division,
-        "open_reasons": list(c.get("open_reasons", ()) or ()),
+        "division": c.submission.division,
+        "open_reasons": list(c.submission.get("open_reasons", ()) or ()),
         "status": status,
         "error": error,
         "target": workload.target.value,
@@ -307,15 +307,15 @@ def _summarize(workload, run, status, error, quality, run_s, progress, compiled,
         "peak_flops": peak,
         "steps": step,
         "samples": samples,
-        "seed": c.seed,
+        "seed": c.run.seed,
         "resumed": bool(resumed),
         "attempts": progress["attempts"],
         "cache_clear": bool(progress.get("cache_clear", False)),
         "platform": platform,
         "process_count": jax.process_count(),
-        "parallelism": c.parallelism,
+        "parallelism": c.run.parallelism,
         "mesh": dict(mesh.shape),
-        "global_batch_size": c.global_batch_size,
+        "global_batch_size": c.data.global_batch_size,
         "quality_history": progress["history"],
         "mlperf_log": str(run.log_path),
         "jax_version": jax.__version__,

@@ -64,17 +64,18 @@ class Workload(abc.ABC):
     def target(self) -> Target:
         """The quality target of this config (mini configs have their own)."""
         c = self.config
-        return Target(c.target_metric, float(c.target_value), bool(c.get("higher_is_better", True)))
+        return Target(c.eval.target_metric, float(c.eval.target_value),
+                      bool(c.eval.get("higher_is_better", True)))
 
     @property
     def train_samples(self) -> int:
         """Examples in one training epoch (MLPerf `train_samples`)."""
-        return int(self.config.train_samples)
+        return int(self.config.data.train_samples)
 
     @property
     def eval_samples(self) -> int:
         """Examples in one evaluation (MLPerf `eval_samples`)."""
-        return int(self.config.eval_samples)
+        return int(self.config.eval.samples)
 
     # ---- model, state, loss ----------------------------------------------------------------
     @abc.abstractmethod
@@ -146,7 +147,7 @@ class Workload(abc.ABC):
         """Host side: this process's slice of each GLOBAL train batch, from step `start_step`.
 
         Yields numpy dicts of `global_batch_size // process_count` examples. Deterministic in
-        (config.seed, step), so that a resumed run sees exactly the batches it would have seen:
+        (config.run.seed, step), so that a resumed run sees exactly the batches it would have seen:
         the data position in a checkpoint is just the step. Raises `tpubench.errors.UsageError`
         (with the command that prepares the data) when the dataset is missing.
         """
@@ -178,7 +179,7 @@ class Workload(abc.ABC):
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """A train batch generated on device (the `synthetic` source). Pure.
 
-        Default: uniform floats in [0, 1) and integers in [0, config.num_classes) for each
+        Default: uniform floats in [0, 1) and integers in [0, config.model.num_classes) for each
         entry of `batch_spec`. Override when labels need another range.
         """
         spec = self.batch_spec(batch_size, train=True)
@@ -186,7 +187,8 @@ class Workload(abc.ABC):
         out = {}
         for k, (name, s) in zip(keys, sorted(spec.items()), strict=True):
             if jnp.issubdtype(s.dtype, jnp.integer):
-                out[name] = jax.random.randint(k, s.shape, 0, self.config.num_classes, s.dtype)
+                out[name] = jax.random.randint(
+                    k, s.shape, 0, self.config.model.num_classes, s.dtype)
             else:
                 out[name] = jax.random.uniform(k, s.shape, s.dtype)
         return out
@@ -198,7 +200,7 @@ class Workload(abc.ABC):
         A value may be a `(value, metadata_dict)` tuple when the ruleset checks metadata (e.g.
         transformer's `max_sequence_length` with `{"method": "discard"}`).
         """
-        return {"global_batch_size": int(self.config.global_batch_size)}
+        return {"global_batch_size": int(self.config.data.global_batch_size)}
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
         """Extra logical-axis rules this workload's annotations need (prepended to the
@@ -210,7 +212,7 @@ class Workload(abc.ABC):
         return {
             "workload": self.name,
             "config": self.config.get("config_name", "?"),
-            "dataset": self.config.get("dataset", "?"),
+            "dataset": self.config.data.get("dataset", "?"),
             "target": dataclasses.asdict(self.target),
             "mlperf": bool(self.config.get("is_mlperf", False)),
         }

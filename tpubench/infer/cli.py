@@ -83,7 +83,7 @@ def _variables(workload: Any, params_dir: str | None) -> tuple[Any, Any, str]:
                 "same workload and config."
             ) from e
         return nn.unbox(params), nn.unbox(model_state), f"checkpoint:{params_dir}"
-    seed = int(workload.config.get("seed", 0))
+    seed = int(workload.config.run.get("seed", 0))
     params, model_state = jax.jit(workload.init)(jax.random.key(seed))
     return nn.unbox(params), nn.unbox(model_state), f"random_init:seed={seed}"
 

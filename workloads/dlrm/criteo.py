@@ -43,11 +43,11 @@ BINARY_TRAIN = "terabyte_processed_train.bin"
 BINARY_EVAL = "terabyte_processed_test.bin"
 PREPARE_HELP = (
     "Download the Criteo 1TB Click Logs (https://ailab.criteo.com/download-criteo-1tb-click-"
-    "logs-dataset/) into --config.data_dir as day_0 .. day_23 (plain or .gz) for "
-    "--config.data_source=criteo_tsv, or build the MLPerf binary files with the reference's "
+    "logs-dataset/) into --config.data.dir as day_0 .. day_23 (plain or .gz) for "
+    "--config.data.source=criteo_tsv, or build the MLPerf binary files with the reference's "
     "preprocessing (facebookresearch/dlrm: python dlrm_s_pytorch.py --data-set=terabyte "
     "--max-ind-range=40000000 --memory-map ...) and place terabyte_processed_train.bin and "
-    "terabyte_processed_test.bin there for --config.data_source=criteo_binary."
+    "terabyte_processed_test.bin there for --config.data.source=criteo_binary."
 )
 
 Arrays = dict[str, np.ndarray]
@@ -113,7 +113,7 @@ def check_files(data_dir: str, source: str) -> None:
     """`UsageError` with the preparation command unless `source`'s files are all in `data_dir`
     (existence only: nothing is read before run_start)."""
     if not data_dir or not pathlib.Path(data_dir).is_dir():
-        raise UsageError(f"dlrm: --config.data_dir={data_dir!r} is not a directory. {PREPARE_HELP}")
+        raise UsageError(f"dlrm: --config.data.dir={data_dir!r} is not a directory. {PREPARE_HELP}")
     if source == "criteo_tsv":
         missing = [f"day_{d}" for d in (*TRAIN_DAYS, EVAL_DAY) if day_file(data_dir, d) is None]
     else:

@@ -34,20 +34,20 @@ class DLRMWorkload(Workload):
     def model(self) -> nn.Module:
         c = self.config
         return DLRM(
-            table_sizes=tuple(c.table_sizes),
-            embedding_dim=c.embedding_dim,
-            bottom_mlp=tuple(c.bottom_mlp),
-            top_mlp=tuple(c.top_mlp),
-            shard_min_rows=c.embedding_shard_min_rows,
-            rows_multiple=c.embedding_rows_multiple,
-            dtype=jnp.dtype(c.dtype),
+            table_sizes=tuple(c.model.table_sizes),
+            embedding_dim=c.model.embedding_dim,
+            bottom_mlp=tuple(c.model.bottom_mlp),
+            top_mlp=tuple(c.model.top_mlp),
+            shard_min_rows=c.run.embedding_shard_min_rows,
+            rows_multiple=c.run.embedding_rows_multiple,
+            dtype=jnp.dtype(c.model.dtype),
         )
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         c = self.config
         spec = {
-            "dense": jax.ShapeDtypeStruct((batch_size, c.num_dense), jnp.float32),
-            "sparse": jax.ShapeDtypeStruct((batch_size, len(c.table_sizes)), jnp.int32),
+            "dense": jax.ShapeDtypeStruct((batch_size, c.model.num_dense), jnp.float32),
+            "sparse": jax.ShapeDtypeStruct((batch_size, len(c.model.table_sizes)), jnp.int32),
             "label": jax.ShapeDtypeStruct((batch_size,), jnp.float32),
         }
         if not train:
@@ -56,8 +56,8 @@ class DLRMWorkload(Workload):
 
     def init(self, rng: jax.Array) -> tuple[PyTree, PyTree]:
         c = self.config
-        dense = jnp.zeros((1, c.num_dense), jnp.float32)
-        sparse = jnp.zeros((1, len(c.table_sizes)), jnp.int32)
+        dense = jnp.zeros((1, c.model.num_dense), jnp.float32)
+        sparse = jnp.zeros((1, len(c.model.table_sizes)), jnp.int32)
         variables = self.model().init({"params": rng}, dense, sparse, train=False)
         return variables["params"], {}
 
@@ -71,14 +71,15 @@ class DLRMWorkload(Workload):
     def learning_rate(self, step: int | jax.Array) -> float | jax.Array:
         """Warmup, constant, then poly-2 decay to 0 (the reference's LRPolicyScheduler)."""
         c = self.config
-        warmup = optax.linear_schedule(0.0, c.learning_rate, max(1, c.warmup_steps))
-        decay = optax.polynomial_schedule(c.learning_rate, 0.0, c.lr_decay_power, c.lr_decay_steps)
+        lr, s = c.optimizer.learning_rate, c.schedule
+        warmup = optax.linear_schedule(0.0, lr, max(1, s.warmup_steps))
+        decay = optax.polynomial_schedule(lr, 0.0, s.decay_power, s.decay_steps)
         step = jnp.asarray(step)
-        after_decay_start = jnp.maximum(step - c.lr_decay_start_steps, 0)
+        after_decay_start = jnp.maximum(step - c.schedule.decay_start_step, 0)
         return jnp.where(
-            step < c.warmup_steps,
+            step < c.schedule.warmup_steps,
             warmup(step),
-            jnp.where(step < c.lr_decay_start_steps, c.learning_rate, decay(after_decay_start)),
+            jnp.where(step < s.decay_start_step, lr, decay(after_decay_start)),
         )
 
     def optimizer(self) -> optax.GradientTransformation:
@@ -120,11 +121,12 @@ class DLRMWorkload(Workload):
         """Uniform dense features, ids uniform within each table, labels Bernoulli(0.25)."""
         c = self.config
         k_dense, k_sparse, k_label = jax.random.split(rng, 3)
-        sizes = jnp.asarray(c.table_sizes, jnp.int32)
+        sizes = jnp.asarray(c.model.table_sizes, jnp.int32)
         return {
-            "dense": jax.random.uniform(k_dense, (batch_size, c.num_dense), jnp.float32, 0, 5),
+            "dense": jax.random.uniform(
+                k_dense, (batch_size, c.model.num_dense), jnp.float32, 0, 5),
             "sparse": jax.random.randint(
-                k_sparse, (batch_size, len(c.table_sizes)), 0, sizes[None, :], jnp.int32
+                k_sparse, (batch_size, len(c.model.table_sizes)), 0, sizes[None, :], jnp.int32
             ),
             "label": jax.random.bernoulli(k_label, 0.25, (batch_size,)).astype(jnp.float32),
         }
@@ -133,11 +135,11 @@ class DLRMWorkload(Workload):
     def mllog_hyperparameters(self) -> dict[str, Any]:
         c = self.config
         return {
-            "global_batch_size": int(c.global_batch_size),
-            "opt_base_learning_rate": float(c.learning_rate),
-            "sgd_opt_base_learning_rate": float(c.learning_rate),
-            "opt_learning_rate_warmup_steps": int(c.warmup_steps),
-            "lr_decay_start_steps": int(c.lr_decay_start_steps),
-            "sgd_opt_learning_rate_decay_steps": int(c.lr_decay_steps),
-            "sgd_opt_learning_rate_decay_poly_power": int(c.lr_decay_power),
+            "global_batch_size": int(c.data.global_batch_size),
+            "opt_base_learning_rate": float(c.optimizer.learning_rate),
+            "sgd_opt_base_learning_rate": float(c.optimizer.learning_rate),
+            "opt_learning_rate_warmup_steps": int(c.schedule.warmup_steps),
+            "lr_decay_start_steps": int(c.schedule.decay_start_step),
+            "sgd_opt_learning_rate_decay_steps": int(c.schedule.decay_steps),
+            "sgd_opt_learning_rate_decay_poly_power": int(c.schedule.decay_power),
         }

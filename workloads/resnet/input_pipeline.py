@@ -78,18 +78,19 @@ def load_mnist5k() -> dict[str, dict[str, np.ndarray]]:
 
 # ---- ImageNet via tfds --------------------------------------------------------------------------
 def tfds_builder(config: ml_collections.ConfigDict):
-    """The tfds builder for `config.dataset`, or a `UsageError` saying how to prepare it."""
+    """The tfds builder for `config.data.dataset`, or a `UsageError` saying how to prepare it."""
     import tensorflow_datasets as tfds
 
-    builder = tfds.builder(config.dataset, data_dir=config.data_dir or None)
+    builder = tfds.builder(config.data.dataset, data_dir=config.data.dir or None)
     if not builder.is_prepared():
         raise UsageError(
-            f"The tfds dataset {config.dataset!r} is not prepared in data_dir "
-            f"{config.data_dir or '~/tensorflow_datasets'}. ImageNet needs a manual download: put "
+            f"The tfds dataset {config.data.dataset!r} is not prepared in data_dir "
+            f"{config.data.dir or '~/tensorflow_datasets'}. ImageNet needs a manual download: put "
             "ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar in MANUAL_DIR, then run "
-            f"`tfds build {config.dataset} --data_dir=DATA_DIR --manual_dir=MANUAL_DIR` and pass "
-            "--config.data_dir=DATA_DIR (or set TPUBENCH_DATA_DIR). To measure speed without "
-            "data, use --config.data_source=synthetic."
+            f"`tfds build {config.data.dataset} --data_dir=DATA_DIR --manual_dir=MANUAL_DIR` and "
+            "pass "
+            "--config.data.dir=DATA_DIR (or set TPUBENCH_DATA_DIR). To measure speed without "
+            "data, use --config.data.source=synthetic."
         )
     return builder
 
@@ -149,12 +150,12 @@ def imagenet_train(
                                        process_count=process_count)
     ds = builder.as_dataset(split=split, decoders={"image": tfds.decode.SkipDecoding()},
                             shuffle_files=True, read_config=tfds.ReadConfig(
-                                shuffle_seed=config.seed, interleave_cycle_length=16))
-    size = config.image_size
-    local = config.global_batch_size // process_count
+                                shuffle_seed=config.run.seed, interleave_cycle_length=16))
+    size = config.data.image_size
+    local = config.data.global_batch_size // process_count
 
     def prep(index, ex):
-        seed = tf.stack([tf.cast(config.seed, tf.int64), index])
+        seed = tf.stack([tf.cast(config.run.seed, tf.int64), index])
         image = _normalize(_random_resized_crop(ex["image"], seed, size))
         flip = tf.random.stateless_uniform([], seed=seed + 1) < 0.5
         image = tf.where(flip, tf.image.flip_left_right(image), image)
@@ -162,7 +163,7 @@ def imagenet_train(
 
     options = tf.data.Options()
     options.deterministic = True
-    ds = ds.repeat().shuffle(16 * local, seed=config.seed, reshuffle_each_iteration=True)
+    ds = ds.repeat().shuffle(16 * local, seed=config.run.seed, reshuffle_each_iteration=True)
     ds = ds.enumerate().map(prep, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.batch(local, drop_remainder=True).skip(start_step).prefetch(4).with_options(options)
     return iter(tfds.as_numpy(ds))
@@ -176,11 +177,11 @@ def imagenet_eval(
 
     tf = _tf()
     builder = tfds_builder(config)
-    split = tfds.split_for_jax_process(config.eval_split, process_index=process_index,
+    split = tfds.split_for_jax_process(config.data.eval_split, process_index=process_index,
                                        process_count=process_count)
     ds = builder.as_dataset(split=split, decoders={"image": tfds.decode.SkipDecoding()})
-    size = config.image_size
-    local = config.eval_batch_size // process_count
+    size = config.data.image_size
+    local = config.eval.batch_size // process_count
 
     def prep(ex):
         return {
@@ -203,7 +204,7 @@ def imagenet_eval(
 def digits_train(config, start_step, process_index, process_count):
     """Mini train stream over the digits train split (deterministic in seed and step)."""
     return data.in_memory_batches(
-        load_digits()["train"], config.global_batch_size, config.seed, start_step,
+        load_digits()["train"], config.data.global_batch_size, config.run.seed, start_step,
         process_index, process_count,
     )
 
@@ -211,14 +212,14 @@ def digits_train(config, start_step, process_index, process_count):
 def digits_eval(config, process_index, process_count):
     """Mini eval over the 360 held-out digits."""
     return data.in_memory_eval_batches(
-        load_digits()["test"], config.eval_batch_size, process_index, process_count
+        load_digits()["test"], config.eval.batch_size, process_index, process_count
     )
 
 
 def mnist5k_train(config, start_step, process_index, process_count):
     """Mini train stream over the MNIST-5k train split (deterministic in seed and step)."""
     return data.in_memory_batches(
-        load_mnist5k()["train"], config.global_batch_size, config.seed, start_step,
+        load_mnist5k()["train"], config.data.global_batch_size, config.run.seed, start_step,
         process_index, process_count,
     )
 
@@ -226,5 +227,5 @@ def mnist5k_train(config, start_step, process_index, process_count):
 def mnist5k_eval(config, process_index, process_count):
     """Mini eval over the 1,000 held-out MNIST-5k digits."""
     return data.in_memory_eval_batches(
-        load_mnist5k()["test"], config.eval_batch_size, process_index, process_count
+        load_mnist5k()["test"], config.eval.batch_size, process_index, process_count
     )

@@ -6,29 +6,23 @@ MLPerf reference does.
 
 from __future__ import annotations
 
-import math
-
 import jax
 import ml_collections
 import optax
 
-
-def steps_per_epoch(config: ml_collections.ConfigDict) -> int:
-    """Optimizer steps in one epoch of `train_samples`."""
-    return math.ceil(config.train_samples / config.global_batch_size)
+from tpubench.config import epochs_for_steps
 
 
 def schedule(config: ml_collections.ConfigDict) -> optax.Schedule:
-    """Linear warmup from 0 to base lr, then poly(power) decay to end lr at the last step."""
-    o = config.optimizer
-    spe = steps_per_epoch(config)
-    warmup = int(round(o.warmup_epochs * spe))
-    total = int(round(o.train_epochs * spe))
+    """Linear warmup from 0 to the peak lr, then poly(power) decay to the end lr at the last
+    step (`schedule.train_steps`)."""
+    o, s = config.optimizer, config.schedule
+    warmup, total = int(s.warmup_steps), int(s.train_steps)
     return optax.join_schedules(
         [
-            optax.linear_schedule(0.0, o.base_learning_rate, max(1, warmup)),
+            optax.linear_schedule(0.0, o.learning_rate, max(1, warmup)),
             optax.polynomial_schedule(
-                o.base_learning_rate, o.end_learning_rate, o.poly_power, max(1, total - warmup)
+                o.learning_rate, s.end_learning_rate, s.decay_power, max(1, total - warmup)
             ),
         ],
         [max(1, warmup)],
@@ -37,9 +31,14 @@ def schedule(config: ml_collections.ConfigDict) -> optax.Schedule:
 
 def decay_steps(config: ml_collections.ConfigDict) -> int:
     """Steps of the polynomial decay (after warmup), as MLPerf logs them."""
-    o = config.optimizer
-    spe = steps_per_epoch(config)
-    return int(round(o.train_epochs * spe)) - int(round(o.warmup_epochs * spe))
+    return int(config.schedule.train_steps) - int(config.schedule.warmup_steps)
+
+
+def warmup_epochs(config: ml_collections.ConfigDict) -> float:
+    """The warmup in epochs, the unit MLPerf logs for ResNet (the config gives steps)."""
+    c = config
+    return epochs_for_steps(c.schedule.warmup_steps, c.data.train_samples,
+                            c.data.global_batch_size)
 
 
 def _not_bn_or_bias(params):

@@ -26,18 +26,19 @@ class ResNetWorkload(Workload):
         m = self.config.model
         return model.ResNet(
             stage_sizes=tuple(m.stage_sizes),
-            num_classes=self.config.num_classes,
+            num_classes=self.config.model.num_classes,
             num_filters=m.num_filters,
             stem=m.stem,
-            bn_span=int(self.config.model_bn_span),
-            dtype=jnp.bfloat16 if self.config.dtype == "bfloat16" else jnp.float32,
+            bn_span=int(self.config.model.bn_span),
+            dtype=jnp.bfloat16 if self.config.model.dtype == "bfloat16" else jnp.float32,
         )
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         c = self.config
         spec = {
             "inputs": jax.ShapeDtypeStruct(
-                (batch_size, c.image_size, c.image_size, c.image_channels), jnp.float32),
+                (batch_size, c.data.image_size, c.data.image_size, c.data.image_channels),
+                jnp.float32),
             "label": jax.ShapeDtypeStruct((batch_size,), jnp.int32),
         }
         if not train:
@@ -50,8 +51,8 @@ class ResNetWorkload(Workload):
             mutable=["batch_stats"],
         )
         labels = optax.smooth_labels(
-            jax.nn.one_hot(batch["label"], self.config.num_classes),
-            self.config.label_smoothing,
+            jax.nn.one_hot(batch["label"], self.config.model.num_classes),
+            self.config.model.label_smoothing,
         )
         loss = optax.softmax_cross_entropy(logits, labels).mean()
         accuracy = (jnp.argmax(logits, -1) == batch["label"]).mean()
@@ -73,7 +74,7 @@ class ResNetWorkload(Workload):
 
     # ---- data ------------------------------------------------------------------------------
     def _source(self):
-        src = self.config.data_source
+        src = self.config.data.source
         if src == "tfds":
             return input_pipeline.imagenet_train, input_pipeline.imagenet_eval
         if src == "mnist5k":
@@ -87,9 +88,9 @@ class ResNetWorkload(Workload):
 
     def check_data(self) -> None:
         self._source()
-        if self.config.data_source == "mnist5k":
+        if self.config.data.source == "mnist5k":
             input_pipeline.check_mnist5k()
-        if self.config.data_source == "tfds":
+        if self.config.data.source == "tfds":
             input_pipeline.tfds_builder(self.config)
 
     def train_batches(self, start_step, process_index, process_count) -> Iterator[Batch]:
@@ -103,35 +104,35 @@ class ResNetWorkload(Workload):
         """Examples per batch-norm statistics group: the global batch under jit (XLA reduces
         the statistics over the sharded batch), the per-device batch under pmap."""
         c = self.config
-        if c.model_bn_span:
-            return int(c.model_bn_span)
-        if c.parallelism == "pmap":
-            return c.global_batch_size // jax.local_device_count()
-        return int(c.global_batch_size)
+        if c.model.bn_span:
+            return int(c.model.bn_span)
+        if c.run.parallelism == "pmap":
+            return c.data.global_batch_size // jax.local_device_count()
+        return int(c.data.global_batch_size)
 
     def mllog_hyperparameters(self) -> dict[str, Any]:
-        c, o = self.config, self.config.optimizer
-        keys: dict[str, Any] = {"global_batch_size": c.global_batch_size, "opt_name": o.name,
+        c, o, s = self.config, self.config.optimizer, self.config.schedule
+        keys: dict[str, Any] = {"global_batch_size": c.data.global_batch_size, "opt_name": o.name,
                                 "model_bn_span": self.model_bn_span()}
         if o.name == "lars":
             keys.update({
-                "lars_opt_base_learning_rate": o.base_learning_rate,
-                "lars_opt_end_learning_rate": o.end_learning_rate,
-                "lars_opt_learning_rate_decay_poly_power": o.poly_power,
+                "lars_opt_base_learning_rate": o.learning_rate,
+                "lars_opt_end_learning_rate": s.end_learning_rate,
+                "lars_opt_learning_rate_decay_poly_power": s.decay_power,
                 "lars_opt_learning_rate_decay_steps": optim.decay_steps(c),
                 "lars_epsilon": o.epsilon,
-                "lars_opt_learning_rate_warmup_epochs": o.warmup_epochs,
+                "lars_opt_learning_rate_warmup_epochs": optim.warmup_epochs(c),
                 "lars_opt_momentum": o.momentum,
                 "lars_opt_weight_decay": o.weight_decay,
             })
         else:
             keys.update({
-                "sgd_opt_base_learning_rate": o.base_learning_rate,
-                "sgd_opt_end_learning_rate": o.end_learning_rate,
-                "sgd_opt_learning_rate_decay_poly_power": o.poly_power,
+                "sgd_opt_base_learning_rate": o.learning_rate,
+                "sgd_opt_end_learning_rate": s.end_learning_rate,
+                "sgd_opt_learning_rate_decay_poly_power": s.decay_power,
                 "sgd_opt_learning_rate_decay_steps": optim.decay_steps(c),
                 "sgd_opt_weight_decay": o.weight_decay,
                 "sgd_opt_momentum": o.momentum,
-                "opt_learning_rate_warmup_epochs": o.warmup_epochs,
+                "opt_learning_rate_warmup_epochs": optim.warmup_epochs(c),
             })
         return keys

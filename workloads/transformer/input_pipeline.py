@@ -54,7 +54,7 @@ def check_multi30k(data_dir: str, langs: Sequence[str], splits: Sequence[str]) -
     """`UsageError` with the download command if any needed Multi30k file is missing."""
     if not data_dir:
         raise UsageError(
-            "Multi30k needs a data directory: set TPUBENCH_DATA_DIR or --config.data_dir, "
+            "Multi30k needs a data directory: set TPUBENCH_DATA_DIR or --config.data.dir, "
             "after downloading it with " + MULTI30K_COMMAND.format("DIR") + "."
         )
     missing = [
@@ -84,13 +84,14 @@ def wmt_builder(config: ml_collections.ConfigDict, subset: str):
         name=subset, description=f"WMT17 {subset} de-en (MLPerf v0.7 Transformer corpus)",
     )
     return tfds.builder("wmt_translate", config=wmt_config,
-                        data_dir=config.get("tfds_data_dir") or None)
+                        data_dir=config.data.get("dir") or None)
 
 
 def _tfds_pairs(config: ml_collections.ConfigDict, ds) -> TextPairs:
     import tensorflow_datasets as tfds
 
-    return [(ex[config.source_lang].decode("utf-8"), ex[config.target_lang].decode("utf-8"))
+    d = config.data
+    return [(ex[d.source_lang].decode("utf-8"), ex[d.target_lang].decode("utf-8"))
             for ex in tfds.as_numpy(ds)]
 
 
@@ -100,33 +101,34 @@ TextPairs = list[tuple[str, str]]
 def read_train_corpora(config: ml_collections.ConfigDict) -> list[TextPairs]:
     """The training (source, target) pairs, one list per corpus (downloads WMT if needed)."""
     c = config
-    if c.data_source == "multi30k":
-        return [list(zip(read_multi30k(c.data_dir, "train", c.source_lang),
-                         read_multi30k(c.data_dir, "train", c.target_lang), strict=True))]
-    if c.data_source == "tfds":
+    if c.data.source == "multi30k":
+        return [list(zip(read_multi30k(c.data.dir, "train", c.data.source_lang),
+                         read_multi30k(c.data.dir, "train", c.data.target_lang), strict=True))]
+    if c.data.source == "tfds":
         corpora = []
-        for subset in c.tfds_train_subsets:
+        for subset in c.data.tfds_train_subsets:
             builder = wmt_builder(c, subset)
             builder.download_and_prepare()
             corpora.append(_tfds_pairs(c, builder.as_dataset(
-                split=c.tfds_train_split, shuffle_files=False)))
+                split=c.data.tfds_train_split, shuffle_files=False)))
         return corpora
-    raise UsageError(f"transformer: data_source {c.data_source!r} has no sentence pairs.")
+    raise UsageError(f"transformer: data_source {c.data.source!r} has no sentence pairs.")
 
 
 def read_eval(config: ml_collections.ConfigDict) -> TextPairs:
     """The eval (source, target) pairs (newstest2014 for the full config)."""
     c = config
-    if c.data_source == "multi30k":
-        return list(zip(read_multi30k(c.data_dir, c.eval_split, c.source_lang),
-                        read_multi30k(c.data_dir, c.eval_split, c.target_lang), strict=True))
-    if c.data_source == "tfds":
+    if c.data.source == "multi30k":
+        return list(zip(read_multi30k(c.data.dir, c.data.eval_split, c.data.source_lang),
+                        read_multi30k(c.data.dir, c.data.eval_split, c.data.target_lang),
+                        strict=True))
+    if c.data.source == "tfds":
         import tensorflow_datasets as tfds
 
-        builder = tfds.builder(c.tfds_eval, data_dir=c.get("tfds_data_dir") or None)
+        builder = tfds.builder(c.data.tfds_eval, data_dir=c.data.get("dir") or None)
         builder.download_and_prepare()
-        return _tfds_pairs(c, builder.as_dataset(split=c.eval_split, shuffle_files=False))
-    raise UsageError(f"transformer: data_source {c.data_source!r} has no sentence pairs.")
+        return _tfds_pairs(c, builder.as_dataset(split=c.data.eval_split, shuffle_files=False))
+    raise UsageError(f"transformer: data_source {c.data.source!r} has no sentence pairs.")
 
 
 def _norm(text: str, lowercase: bool) -> str:
@@ -193,18 +195,18 @@ def train_batches(
     """This process's slice of every global batch from `start_step` on: each epoch visits the
     prepared rows in an order shuffled by (seed, epoch); its last partial batch is dropped."""
     c = config
-    gbs, local = c.global_batch_size, c.global_batch_size // process_count
+    gbs, local = c.data.global_batch_size, c.data.global_batch_size // process_count
     n_batches = len(rows) // gbs
     if n_batches == 0:
         raise UsageError(
             f"An epoch packs into {len(rows)} rows, fewer than global_batch_size={gbs}.")
     epoch, first_batch = divmod(start_step, n_batches)
     while True:
-        order = np.random.default_rng([c.seed, epoch]).permutation(len(rows))
+        order = np.random.default_rng([c.run.seed, epoch]).permutation(len(rows))
         for b in range(first_batch, n_batches):
             first = b * gbs + process_index * local
             picked = [rows[i].tolist() for i in order[first : first + local]]
-            yield build_packed(pairs, picked, c.max_len)
+            yield build_packed(pairs, picked, c.data.max_len)
         epoch, first_batch = epoch + 1, 0
 
 
@@ -217,7 +219,7 @@ def eval_batches(
     if longest > max_len:
         raise UsageError(
             f"An eval source has {longest} tokens, more than max_eval_input_len={max_len}; eval "
-            "inputs are never truncated. Set --config.max_eval_input_len=0 (the longest "
+            "inputs are never truncated. Set --config.data.max_eval_input_len=0 (the longest "
             "prepared eval source) or a larger value.")
     local = eval_batch_size // process_count
     n = len(sources)

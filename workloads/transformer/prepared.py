@@ -36,26 +36,33 @@ from workloads.transformer import tokenizer as spm_tok
 MANIFEST = "manifest.json"
 PACK_SEED = 0
 FORMAT = 1
-# Config keys that change the prepared data (the digest of their values names the directory).
-DATA_KEYS = (
-    "data_source", "tfds_train", "tfds_train_subsets", "tfds_train_split", "tfds_eval",
-    "eval_split", "source_lang", "target_lang", "lowercase", "tokenizer", "vocab_size",
-    "vocab_file", "vocab_min_count", "vocab_file_byte_limit", "tokenizer_max_chars", "max_len",
-)
+# Config keys that change the prepared data (the digest of their values names the directory),
+# under the names they had before the config sections (issue 10.5), so the digests stay the same.
+DATA_KEYS = {
+    "data_source": "data.source", "tfds_train": "data.tfds_train",
+    "tfds_train_subsets": "data.tfds_train_subsets", "tfds_train_split": "data.tfds_train_split",
+    "tfds_eval": "data.tfds_eval", "eval_split": "data.eval_split",
+    "source_lang": "data.source_lang", "target_lang": "data.target_lang",
+    "lowercase": "data.lowercase", "tokenizer": "data.tokenizer", "vocab_size": "model.vocab_size",
+    "vocab_file": "data.vocab_file", "vocab_min_count": "data.vocab_min_count",
+    "vocab_file_byte_limit": "data.vocab_file_byte_limit",
+    "tokenizer_max_chars": "data.tokenizer_max_chars", "max_len": "data.max_len",
+}
 
 
-def _value(config: ml_collections.ConfigDict, key: str):
-    value = config.get(key, None)
+def _value(config: ml_collections.ConfigDict, path: str):
+    section, key = path.split(".")
+    value = config[section].get(key, None)
     return list(value) if isinstance(value, tuple | list) else value
 
 
 def directory(config: ml_collections.ConfigDict) -> pathlib.Path:
     """Where this config's prepared data lives (`cache_dir/transformer/prepared_<digest>`)."""
-    keys = {k: _value(config, k) for k in DATA_KEYS}
-    if config.get("vocab_file"):
-        keys["vocab_sha256"] = _sha256(config.vocab_file)
+    keys = {k: _value(config, path) for k, path in DATA_KEYS.items()}
+    if config.data.get("vocab_file"):
+        keys["vocab_sha256"] = _sha256(config.data.vocab_file)
     digest = hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:12]
-    root = pathlib.Path(config.get("cache_dir") or spm_tok.default_cache_dir())
+    root = pathlib.Path(config.data.get("cache_dir") or spm_tok.default_cache_dir())
     return root / "transformer" / f"prepared_{digest}"
 
 
@@ -63,7 +70,7 @@ def _sha256(path: str) -> str:
     p = pathlib.Path(path)
     if not p.is_file():
         raise UsageError(
-            f"--config.vocab_file={path} is not a file. Give the reference's vocab.ende.32768 "
+            f"--config.data.vocab_file={path} is not a file. Give the reference's vocab.ende.32768 "
             "(written by mlcommons/training translation/tensorflow/transformer/data_download.py) "
             "or leave vocab_file empty to build the vocabulary as the reference does.")
     return hashlib.sha256(p.read_bytes()).hexdigest()
@@ -97,7 +104,7 @@ def manifest(config: ml_collections.ConfigDict) -> dict:
 def tokenizer(config: ml_collections.ConfigDict):
     """The prepared vocabulary (reference subtokenizer or SentencePiece)."""
     d = directory(config)
-    if config.tokenizer == "subword":
+    if config.data.tokenizer == "subword":
         return sub.Subtokenizer(d / "vocab")
     return spm_tok.Tokenizer(d / "vocab")
 
@@ -136,23 +143,23 @@ def build_vocab(config: ml_collections.ConfigDict, files: list[list[str]], out: 
     """Write `out/vocab`; `files` are the training "files" (one list of lines per corpus and
     language, in the reference's order: every source file, then every target file)."""
     c = config
-    if c.tokenizer == "subword":
-        if c.get("vocab_file"):
-            shutil.copyfile(c.vocab_file, out / "vocab")
-            return {"vocab_origin": "file", "vocab_sha256": _sha256(c.vocab_file)}
+    if c.data.tokenizer == "subword":
+        if c.data.get("vocab_file"):
+            shutil.copyfile(c.data.vocab_file, out / "vocab")
+            return {"vocab_origin": "file", "vocab_sha256": _sha256(c.data.vocab_file)}
         counts: dict[str, int] = {}
         for lines in files:  # data_download.py: ~1 MB sample of each file, min_count 6
             size = sum(len(line.encode("utf-8")) + 1 for line in lines)
             for token, n in sub.count_tokens(
-                    sub.sample_lines(lines, size, c.vocab_file_byte_limit)).items():
+                    sub.sample_lines(lines, size, c.data.vocab_file_byte_limit)).items():
                 counts[token] = counts.get(token, 0) + n
-        sub.save(sub.build(counts, c.vocab_min_count), out / "vocab")
-        return {"vocab_origin": "built", "vocab_min_count": int(c.vocab_min_count)}
-    if c.tokenizer == "sentencepiece":
-        sentences = (_norm(s, c.lowercase) for lines in files for s in lines)
-        spm_tok.train(sentences, c.vocab_size, out / "vocab", c.tokenizer_max_chars)
+        sub.save(sub.build(counts, c.data.vocab_min_count), out / "vocab")
+        return {"vocab_origin": "built", "vocab_min_count": int(c.data.vocab_min_count)}
+    if c.data.tokenizer == "sentencepiece":
+        sentences = (_norm(s, c.data.lowercase) for lines in files for s in lines)
+        spm_tok.train(sentences, c.model.vocab_size, out / "vocab", c.data.tokenizer_max_chars)
         return {"vocab_origin": "sentencepiece"}
-    raise UsageError(f"transformer: unknown tokenizer {c.tokenizer!r}; use subword or "
+    raise UsageError(f"transformer: unknown tokenizer {c.data.tokenizer!r}; use subword or "
                      "sentencepiece.")
 
 
@@ -181,16 +188,16 @@ def prepare(config: ml_collections.ConfigDict, read_train: Callable[[], list[Tex
         files = [[s for s, _ in pairs] for pairs in corpora]
         files += [[t for _, t in pairs] for pairs in corpora]
         info = build_vocab(c, files, out)
-        tok = sub.Subtokenizer(out / "vocab") if c.tokenizer == "subword" else \
+        tok = sub.Subtokenizer(out / "vocab") if c.data.tokenizer == "subword" else \
             spm_tok.Tokenizer(out / "vocab")
-        if tok.vocab_size > c.vocab_size:
+        if tok.vocab_size > c.model.vocab_size:
             raise UsageError(
                 f"The vocabulary has {tok.vocab_size} subtokens, more than the model's "
-                f"vocab_size={c.vocab_size}; raise --config.vocab_size.")
+                f"vocab_size={c.model.vocab_size}; raise --config.model.vocab_size.")
         text = [p for pairs in corpora for p in pairs]
-        pairs = ip.tokenize_pairs(tok, text, c.lowercase)
-        kept = ip.keep_indices(pairs, c.max_len)
-        rows = ip.pack_rows(pairs, kept[pack_order(len(kept))], c.max_len)
+        pairs = ip.tokenize_pairs(tok, text, c.data.lowercase)
+        kept = ip.keep_indices(pairs, c.data.max_len)
+        rows = ip.pack_rows(pairs, kept[pack_order(len(kept))], c.data.max_len)
         np.savez(
             out / "train.npz",
             sources=_flat(pairs.sources), source_lens=[len(x) for x in pairs.sources],
@@ -199,7 +206,7 @@ def prepare(config: ml_collections.ConfigDict, read_train: Callable[[], list[Tex
             row_lens=[len(r) for r in rows],
         )
         eval_text = read_eval()
-        eval_pairs = ip.tokenize_pairs(tok, eval_text, c.lowercase)
+        eval_pairs = ip.tokenize_pairs(tok, eval_text, c.data.lowercase)
         np.savez(out / "eval.npz", sources=_flat(eval_pairs.sources),
                  source_lens=[len(x) for x in eval_pairs.sources])
         refs = [r.replace("\n", " ") for r in eval_pairs.references]

@@ -66,23 +66,24 @@ class TransformerWorkload(Workload):
     def __init__(self, config):
         super().__init__(config)
         c = config
-        if c.data_source not in ("synthetic", "tfds", "multi30k"):
+        if c.data.source not in ("synthetic", "tfds", "multi30k"):
             raise UsageError(
-                f"transformer: unknown data_source {c.data_source!r}; use synthetic, tfds or "
+                f"transformer: unknown data_source {c.data.source!r}; use synthetic, tfds or "
                 "multi30k."
             )
-        if (c.submission_division == "closed" and c.data_source == "tfds"
-                and c.tokenizer == "subword" and not c.get("vocab_file")):
+        if (c.submission.division == "closed" and c.data.source == "tfds"
+                and c.data.tokenizer == "subword" and not c.data.get("vocab_file")):
             # A vocabulary built from tfds's copy of the corpora samples other lines than the
             # reference's files (tfds stores examples in another order), so it is not the
             # reference's vocab.ende.32768: not the closed-division benchmark.
-            c.submission_division = "open"
+            c.submission.division = "open"
             c.is_mlperf = False
-            c.open_division_reason = (
+            c.submission.open_division_reason = (
                 "vocabulary built from tfds-ordered samples of the corpora, not the reference's "
-                "vocab.ende.32768 (give it with --config.vocab_file=PATH for closed division)")
+                "vocab.ende.32768 (give it with --config.data.vocab_file=PATH for closed division)")
             with c.unlocked():
-                c.open_reasons = (*tuple(c.get("open_reasons", ())), c.open_division_reason)
+                s = c.submission
+                s.open_reasons = (*tuple(s.get("open_reasons", ())), s.open_division_reason)
         self._host: dict[str, Any] = {}  # manifest, tokenizer and data, loaded on first use
 
     @property
@@ -91,11 +92,12 @@ class TransformerWorkload(Workload):
         decode."""
         c = self.config
         return model_lib.TransformerConfig(
-            vocab_size=c.vocab_size, emb_dim=c.emb_dim, num_heads=c.num_heads,
-            num_layers=c.num_layers, mlp_dim=c.mlp_dim,
-            max_len=max(c.max_len, self.eval_input_len, self.decode_len),
-            dropout_rate=c.dropout_rate, attention_dropout_rate=c.attention_dropout_rate,
-            dtype=jnp.dtype(c.dtype),
+            vocab_size=c.model.vocab_size, emb_dim=c.model.emb_dim, num_heads=c.model.num_heads,
+            num_layers=c.model.num_layers, mlp_dim=c.model.mlp_dim,
+            max_len=max(c.data.max_len, self.eval_input_len, self.decode_len),
+            dropout_rate=c.model.dropout_rate,
+            attention_dropout_rate=c.model.attention_dropout_rate,
+            dtype=jnp.dtype(c.model.dtype),
         )
 
     def manifest(self) -> dict[str, Any]:
@@ -111,30 +113,30 @@ class TransformerWorkload(Workload):
         Without prepared data (synthetic data; `tpubench fit` and parameter counts, which
         compile shapes only) 0 means `max_len`; runs on real data check the manifest first."""
         c = self.config
-        if c.max_eval_input_len > 0:
-            return int(c.max_eval_input_len)
-        if c.data_source == "synthetic" or not prepared.is_prepared(c):
-            return int(c.max_len)
+        if c.data.max_eval_input_len > 0:
+            return int(c.data.max_eval_input_len)
+        if c.data.source == "synthetic" or not prepared.is_prepared(c):
+            return int(c.data.max_len)
         return max(1, int(self.manifest()["max_eval_source_len"]))
 
     @property
     def decode_len(self) -> int:
         """Decoded tokens: `max_decode_len`, or (0) the eval input length + 50 (the reference's
         `extra_decode_length`)."""
-        return int(self.config.max_decode_len) or self.eval_input_len + 50
+        return int(self.config.eval.max_decode_len) or self.eval_input_len + 50
 
     @property
     def train_samples(self) -> int:
         """Packed rows per epoch, as counted by the prepare step (synthetic: the config's)."""
-        if self.config.data_source == "synthetic":
-            return int(self.config.train_samples)
+        if self.config.data.source == "synthetic":
+            return int(self.config.data.train_samples)
         return int(self.manifest()["train_rows"])
 
     @property
     def eval_samples(self) -> int:
         """Eval sentences, as counted by the prepare step (synthetic: the config's)."""
-        if self.config.data_source == "synthetic":
-            return int(self.config.eval_samples)
+        if self.config.data.source == "synthetic":
+            return int(self.config.eval.samples)
         return int(self.manifest()["eval_examples"])
 
     # ---- model --------------------------------------------------------------------------------
@@ -147,7 +149,8 @@ class TransformerWorkload(Workload):
         """Train: packed [batch, max_len] rows; eval: source ids, example_id and mask."""
         c = self.config
         if train:
-            return {k: jax.ShapeDtypeStruct((batch_size, c.max_len), jnp.int32) for k in TRAIN_KEYS}
+            return {k: jax.ShapeDtypeStruct((batch_size, c.data.max_len), jnp.int32)
+                    for k in TRAIN_KEYS}
         return {
             "inputs": jax.ShapeDtypeStruct((batch_size, self.eval_input_len), jnp.int32),
             "example_id": jax.ShapeDtypeStruct((batch_size,), jnp.int32),
@@ -156,7 +159,7 @@ class TransformerWorkload(Workload):
 
     def init(self, rng: jax.Array) -> tuple[PyTree, PyTree]:
         """Params (boxed with logical axis names); the model has no other state."""
-        x = jnp.zeros((1, self.config.max_len), jnp.int32)
+        x = jnp.zeros((1, self.config.data.max_len), jnp.int32)
         variables = self.model().init({"params": rng, "dropout": rng}, x, x)
         return variables["params"], {}
 
@@ -170,7 +173,7 @@ class TransformerWorkload(Workload):
         )
         targets = batch["targets"]
         weights = (targets > 0).astype(jnp.float32)
-        smoothing = self.config.label_smoothing
+        smoothing = self.config.model.label_smoothing
         # Cross-entropy against optax.smooth_labels(one_hot(targets), smoothing), without
         # materialising the [batch, length, vocab] one-hot.
         logits = logits.astype(jnp.float32)
@@ -185,11 +188,12 @@ class TransformerWorkload(Workload):
     def optimizer(self) -> optax.GradientTransformation:
         """Adam(b1, b2, eps) under the rsqrt-with-warmup schedule."""
         c = self.config
-        return optax.adam(self._schedule(), b1=c.adam_b1, b2=c.adam_b2, eps=c.adam_eps)
+        o = c.optimizer
+        return optax.adam(self._schedule(), b1=o.beta_1, b2=o.beta_2, eps=o.epsilon)
 
     def _schedule(self) -> optax.Schedule:
         c = self.config
-        return rsqrt_schedule(c.learning_rate, c.emb_dim, c.warmup_steps)
+        return rsqrt_schedule(c.optimizer.learning_rate, c.model.emb_dim, c.schedule.warmup_steps)
 
     def learning_rate(self, step):
         """The scheduled learning rate at `step`."""
@@ -202,7 +206,7 @@ class TransformerWorkload(Workload):
         model, model_config = self.model(), self.model_config
         variables = {"params": params}
         encoded = model.apply(variables, inputs, method=model_lib.Transformer.encode)
-        encoded, inputs = decode_lib.expand_beams((encoded, inputs), c.beam_size)
+        encoded, inputs = decode_lib.expand_beams((encoded, inputs), c.eval.beam_size)
         cross_kv = model.apply(variables, encoded, method=model_lib.Transformer.cross_kv)
         cache = {
             "layers": model_lib.init_cache(model_config, inputs.shape[0], self.decode_len),
@@ -216,8 +220,8 @@ class TransformerWorkload(Workload):
             return logits, {"layers": layers, "index": cache["index"] + 1}
 
         decoded, _ = decode_lib.beam_search(
-            tokens_to_logits, cache, inputs.shape[0] // c.beam_size, c.beam_size,
-            self.decode_len, model_lib.EOS_ID, c.beam_alpha,
+            tokens_to_logits, cache, inputs.shape[0] // c.eval.beam_size, c.eval.beam_size,
+            self.decode_len, model_lib.EOS_ID, c.eval.beam_alpha,
         )
         return decoded
 
@@ -229,7 +233,7 @@ class TransformerWorkload(Workload):
     def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
         """Corpus BLEU of the detokenized translations, as a fraction: sacreBLEU with the
         reference's settings (uncased, international tokenization; see the module docstring)."""
-        if self.config.data_source == "synthetic":
+        if self.config.data.source == "synthetic":
             return 0.0  # synthetic data measures speed; there are no references
         keep = np.asarray(results["mask"]) > 0
         ids = np.asarray(results["example_id"])[keep]
@@ -240,33 +244,34 @@ class TransformerWorkload(Workload):
                 f"eval covered {len(ids)} examples, expected each of {len(references)} once")
         order = np.argsort(ids)
         return corpus_bleu([hyps[i] for i in order], [references[i] for i in ids[order]],
-                           self.config.bleu_tokenize)
+                           self.config.eval.bleu_tokenize)
 
     # ---- data -----------------------------------------------------------------------------------
     def prepare(self) -> None:
         """Offline: read the corpora, build the vocabulary, tokenize and pack (`prepared.py`)."""
         c = self.config
-        if c.data_source == "synthetic":
+        if c.data.source == "synthetic":
             return
-        if c.data_source == "multi30k":
-            ip.check_multi30k(c.data_dir, (c.source_lang, c.target_lang), ("train", c.eval_split))
+        if c.data.source == "multi30k":
+            ip.check_multi30k(c.data.dir, (c.data.source_lang, c.data.target_lang),
+                              ("train", c.data.eval_split))
         prepared.prepare(c, lambda: ip.read_train_corpora(c), lambda: ip.read_eval(c))
 
     def check_data(self) -> None:
         """Before any compute: the prepared data exists and its eval inputs fit (manifest and
         paths only: the data itself is read after run_start)."""
         c = self.config
-        if c.data_source == "multi30k":
+        if c.data.source == "multi30k":
             ip.check_multi30k(
-                c.data_dir, (c.source_lang, c.target_lang), ("train", c.eval_split))
+                c.data.dir, (c.data.source_lang, c.data.target_lang), ("train", c.data.eval_split))
         manifest = self.manifest()
-        if manifest["vocab_size"] > c.vocab_size:
+        if manifest["vocab_size"] > c.model.vocab_size:
             raise UsageError(
                 f"The prepared vocabulary has {manifest['vocab_size']} subtokens, more than "
-                f"vocab_size={c.vocab_size}; set --config.vocab_size to at least that.")
+                f"vocab_size={c.model.vocab_size}; set --config.model.vocab_size to at least that.")
         if self.eval_input_len < manifest["max_eval_source_len"]:
             raise UsageError(
-                f"max_eval_input_len={c.max_eval_input_len} would truncate eval sources of up "
+                f"max_eval_input_len={c.data.max_eval_input_len} would truncate eval sources of up "
                 f"to {manifest['max_eval_source_len']} tokens; eval inputs are never truncated. "
                 "Use 0 (the longest prepared source) or a larger value.")
 
@@ -292,19 +297,19 @@ class TransformerWorkload(Workload):
 
     def eval_batches(self, process_index: int, process_count: int) -> Iterator[Batch]:
         """The whole eval split in fixed-shape batches padded with mask 0."""
-        return ip.eval_batches(self.eval_data()[0], self.config.eval_batch_size,
+        return ip.eval_batches(self.eval_data()[0], self.config.eval.batch_size,
                                self.eval_input_len, process_index, process_count)
 
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """One segment per row of random (non-special) tokens."""
         c = self.config
-        shape = (batch_size, c.max_len)
+        shape = (batch_size, c.data.max_len)
         k1, k2 = jax.random.split(rng)
-        position = jnp.broadcast_to(jnp.arange(c.max_len, dtype=jnp.int32), shape)
+        position = jnp.broadcast_to(jnp.arange(c.data.max_len, dtype=jnp.int32), shape)
         ones = jnp.ones(shape, jnp.int32)
         return {
-            "inputs": jax.random.randint(k1, shape, 3, c.vocab_size, jnp.int32),
-            "targets": jax.random.randint(k2, shape, 3, c.vocab_size, jnp.int32),
+            "inputs": jax.random.randint(k1, shape, 3, c.model.vocab_size, jnp.int32),
+            "targets": jax.random.randint(k2, shape, 3, c.model.vocab_size, jnp.int32),
             "inputs_position": position, "targets_position": position,
             "inputs_segmentation": ones, "targets_segmentation": ones,
         }
@@ -312,8 +317,8 @@ class TransformerWorkload(Workload):
     def describe(self) -> dict[str, Any]:
         """The base description, plus why a closed config runs as open division (if it does)."""
         out = super().describe()
-        if self.config.get("open_division_reason"):
-            out["open_division_reason"] = self.config.open_division_reason
+        if self.config.submission.get("open_division_reason"):
+            out["open_division_reason"] = self.config.submission.open_division_reason
         return out
 
     # ---- log ----------------------------------------------------------------------------------
@@ -324,13 +329,13 @@ class TransformerWorkload(Workload):
         """
         c = self.config
         return {
-            "global_batch_size": int(c.global_batch_size),
+            "global_batch_size": int(c.data.global_batch_size),
             "opt_name": "adam",
-            "opt_base_learning_rate": float(c.learning_rate),
-            "opt_learning_rate_warmup_steps": int(c.warmup_steps),
-            "opt_adam_beta_1": float(c.adam_b1),
-            "opt_adam_beta_2": float(c.adam_b2),
-            "opt_adam_epsilon": float(c.adam_eps),
+            "opt_base_learning_rate": float(c.optimizer.learning_rate),
+            "opt_learning_rate_warmup_steps": int(c.schedule.warmup_steps),
+            "opt_adam_beta_1": float(c.optimizer.beta_1),
+            "opt_adam_beta_2": float(c.optimizer.beta_2),
+            "opt_adam_epsilon": float(c.optimizer.epsilon),
             # (value, metadata): the checker requires metadata.method on this key.
-            "max_sequence_length": (int(c.max_len), {"method": "discard"}),
+            "max_sequence_length": (int(c.data.max_len), {"method": "discard"}),
         }

@@ -11,38 +11,38 @@ def bert_base_config() -> ml_collections.ConfigDict:
     """`base_config()` + BERT-large sizes, the data layout and the LAMB schedule keys."""
     c = base_config()
     c.workload = "bert"
-    c.target_metric = "masked_lm_accuracy"
-    c.num_classes = 2  # next-sentence labels (what the harness's synthetic eval draws)
+    c.eval.target_metric = "masked_lm_accuracy"
+    c.model.num_classes = 2  # next-sentence labels (what the harness's synthetic eval draws)
 
     # Model: the fields of a TF bert_config.json (BERT-large defaults).
-    c.model = ml_collections.ConfigDict(dict(
+    c.model.update(dict(
         vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
         intermediate_size=4096, max_position_embeddings=512, type_vocab_size=2,
         hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, initializer_range=0.02,
         layer_norm_eps=1e-12,
     ))
-    c.max_seq_length = 512
-    c.max_predictions_per_seq = 76
+    c.data.max_seq_length = 512
+    c.data.max_predictions_per_seq = 76
 
     # Start checkpoint (TF): prefix relative to data_dir unless absolute; "" = from scratch.
-    c.init_checkpoint = ""
-    c.bert_config_file = ""  # "" = bert_config.json beside the checkpoint
+    c.model.init_checkpoint = ""
+    c.model.bert_config_file = ""  # "" = bert_config.json beside the checkpoint
 
     # MLPerf TFRecords (data_source="tfrecord"), relative to data_dir.
-    c.train_file_pattern = "part-*"
-    c.eval_file_pattern = "eval_10k*"
-    c.shuffle_buffer_size = 10_000
+    c.data.train_file_pattern = "part-*"
+    c.data.eval_file_pattern = "eval_10k*"
+    c.data.shuffle_buffer_size = 10_000
 
     # LAMB and the reference's warmup + polynomial-decay schedule. `optimizer="adamw"` (the mini)
     # uses the same betas, epsilon, weight decay and schedule with AdamW.
-    c.optimizer = "lamb"
-    c.learning_rate = 1e-3
-    c.lamb_beta_1 = 0.9
-    c.lamb_beta_2 = 0.999
-    c.lamb_epsilon = 1e-6
-    c.lamb_weight_decay = 0.01
-    c.warmup_steps = 0
-    c.start_warmup_step = 0
-    c.train_steps = 1000  # opt_learning_rate_training_steps: LR reaches 0 here
-    c.lr_poly_power = 1.0
+    c.optimizer.name = "lamb"
+    c.optimizer.learning_rate = 1e-3
+    c.optimizer.beta_1 = 0.9
+    c.optimizer.beta_2 = 0.999
+    c.optimizer.epsilon = 1e-6
+    c.optimizer.weight_decay = 0.01
+    c.schedule.warmup_steps = 0
+    c.schedule.start_warmup_step = 0
+    c.schedule.train_steps = 1000  # opt_learning_rate_training_steps: LR reaches 0 here
+    c.schedule.decay_power = 1.0
     return c

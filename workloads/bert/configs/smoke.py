@@ -13,20 +13,20 @@ def get_config():
     """The smoke config (synthetic data unless overridden)."""
     c = bert_base_config()
     c.config_name = "smoke"
-    c.dataset = "synthetic"
-    c.data_source = "synthetic"
+    c.data.dataset = "synthetic"
+    c.data.source = "synthetic"
     c.model.update(dict(
         vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=64, max_position_embeddings=32,
     ))
-    c.max_seq_length = 16
-    c.max_predictions_per_seq = 3
-    c.global_batch_size = 4
-    c.eval_batch_size = 4
-    c.train_samples = 4
-    c.eval_samples = 8
-    c.eval_every_samples = 4
-    c.max_train_samples = 4
-    c.train_steps = 10
-    c.target_value = 1.0
+    c.data.max_seq_length = 16
+    c.data.max_predictions_per_seq = 3
+    c.data.global_batch_size = 4
+    c.eval.batch_size = 4
+    c.data.train_samples = 4
+    c.eval.samples = 8
+    c.eval.every_samples = 4
+    c.run.max_train_samples = 4
+    c.schedule.train_steps = 10
+    c.eval.target_value = 1.0
     return c

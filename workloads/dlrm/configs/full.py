@@ -3,7 +3,7 @@
 Command (a TPU slice whose batch axes divide 4096, e.g. v4-64; data prepared as the
 input_pipeline's UsageError explains):
     python -m workloads.dlrm.main --config=workloads/dlrm/configs/full.py --workdir=DIR \\
-        --config.data_dir=/path/to/criteo_1tb_binary
+        --config.data.dir=/path/to/criteo_1tb_binary
 
 Model: 26 tables x 128 dims of the reference's 40M-capped Criteo 1TB sizes
 (facebookresearch/dlrm `dlrm_s_pytorch.py`, `--max-ind-range=40000000`), 24,034,227,072
@@ -36,36 +36,37 @@ def get_config():
     c = base_config()
     c.workload = "dlrm"
     c.is_mlperf = True
-    c.submission_division = "closed"
-    c.dataset = "criteo_1tb"
-    c.data_source = "criteo_binary"  # or "criteo_tsv" (day_0 .. day_23), or "synthetic"
+    c.submission.division = "closed"
+    c.data.dataset = "criteo_1tb"
+    c.data.source = "criteo_binary"  # or "criteo_tsv" (day_0 .. day_23), or "synthetic"
 
     # Model.
-    c.num_dense = 13
-    c.table_sizes = CRITEO_1TB_TABLE_SIZES
-    c.embedding_dim = 128
-    c.bottom_mlp = (512, 256, 128)
-    c.top_mlp = (1024, 1024, 512, 256, 1)
-    c.embedding_shard_min_rows = 65536  # smaller tables are replicated
-    c.embedding_rows_multiple = 4096  # sharded tables split evenly over any 2^k <= 4096 devices
-    c.dtype = "bfloat16"
+    c.model.num_dense = 13
+    c.model.table_sizes = CRITEO_1TB_TABLE_SIZES
+    c.model.embedding_dim = 128
+    c.model.bottom_mlp = (512, 256, 128)
+    c.model.top_mlp = (1024, 1024, 512, 256, 1)
+    c.run.embedding_shard_min_rows = 65536  # smaller tables are replicated
+    c.run.embedding_rows_multiple = 4096  # sharded tables split evenly over any 2^k <= 4096 devices
+    c.model.dtype = "bfloat16"
 
     # Data and cadence.
-    c.global_batch_size = 55296
-    c.eval_batch_size = 131072
-    c.train_samples = TRAIN_SAMPLES
-    c.eval_samples = EVAL_SAMPLES
-    c.eval_every_samples = 209_759_885  # 0.05 epoch
-    c.max_train_samples = TRAIN_SAMPLES  # one epoch
-    c.steps_per_dispatch = 100  # ~3,794 steps per eval: blocks of 100, then one remainder block
+    c.data.global_batch_size = 55296
+    c.eval.batch_size = 131072
+    c.data.train_samples = TRAIN_SAMPLES
+    c.eval.samples = EVAL_SAMPLES
+    c.eval.every_samples = 209_759_885  # 0.05 epoch
+    c.run.max_train_samples = TRAIN_SAMPLES  # one epoch
+    c.run.steps_per_dispatch = 100  # ~3,794 steps per eval: blocks of 100, then one remainder block
 
     # Optimizer: SGD, linear warmup, constant, poly-2 decay to 0.
-    c.learning_rate = 24.0
-    c.warmup_steps = 2750
-    c.lr_decay_start_steps = 49315
-    c.lr_decay_steps = 27772
-    c.lr_decay_power = 2
+    c.optimizer.name = "sgd"
+    c.optimizer.learning_rate = 24.0
+    c.schedule.warmup_steps = 2750
+    c.schedule.decay_start_step = 49315
+    c.schedule.decay_steps = 27772
+    c.schedule.decay_power = 2
 
-    c.target_metric = "auc"
-    c.target_value = rules.target_value("dlrm")
+    c.eval.target_metric = "auc"
+    c.eval.target_value = rules.target_value("dlrm")
     return c

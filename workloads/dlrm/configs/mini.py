@@ -33,32 +33,33 @@ from workloads.dlrm import flights
 def get_config():
     c = base_config()
     c.workload = "dlrm"
-    c.dataset = "nycflights13"
-    c.data_source = "flights"
+    c.data.dataset = "nycflights13"
+    c.data.source = "flights"
 
-    c.num_dense = len(flights.DENSE_FEATURES)
-    c.table_sizes = flights.TABLE_SIZES
-    c.embedding_dim = 16
-    c.bottom_mlp = (64, 16)
-    c.top_mlp = (128, 64, 1)
-    c.embedding_shard_min_rows = 65536
-    c.embedding_rows_multiple = 1  # no padding needed on one device
-    c.dtype = "float32"
+    c.model.num_dense = len(flights.DENSE_FEATURES)
+    c.model.table_sizes = flights.TABLE_SIZES
+    c.model.embedding_dim = 16
+    c.model.bottom_mlp = (64, 16)
+    c.model.top_mlp = (128, 64, 1)
+    c.run.embedding_shard_min_rows = 65536
+    c.run.embedding_rows_multiple = 1  # no padding needed on one device
+    c.model.dtype = "float32"
 
-    c.global_batch_size = 512
-    c.eval_batch_size = 4096
-    c.train_samples = flights.TRAIN_ROWS
-    c.eval_samples = flights.EVAL_ROWS
-    c.eval_every_samples = flights.TRAIN_ROWS // 2  # twice an epoch
-    c.max_train_samples = 5 * flights.TRAIN_ROWS
-    c.steps_per_dispatch = 32
+    c.data.global_batch_size = 512
+    c.eval.batch_size = 4096
+    c.data.train_samples = flights.TRAIN_ROWS
+    c.eval.samples = flights.EVAL_ROWS
+    c.eval.every_samples = flights.TRAIN_ROWS // 2  # twice an epoch
+    c.run.max_train_samples = 5 * flights.TRAIN_ROWS
+    c.run.steps_per_dispatch = 32
 
-    c.learning_rate = 2.0
-    c.warmup_steps = 150
-    c.lr_decay_start_steps = 150
-    c.lr_decay_steps = 2725
-    c.lr_decay_power = 2
+    c.optimizer.name = "sgd"
+    c.optimizer.learning_rate = 2.0
+    c.schedule.warmup_steps = 150
+    c.schedule.decay_start_step = 150
+    c.schedule.decay_steps = 2725
+    c.schedule.decay_power = 2
 
-    c.target_metric = "auc"
-    c.target_value = 0.81
+    c.eval.target_metric = "auc"
+    c.eval.target_value = 0.81
     return c

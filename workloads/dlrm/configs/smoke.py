@@ -15,33 +15,34 @@ from workloads.dlrm import criteo
 def get_config():
     c = base_config()
     c.workload = "dlrm"
-    c.dataset = "synthetic"
-    c.data_source = "synthetic"
+    c.data.dataset = "synthetic"
+    c.data.source = "synthetic"
 
-    c.num_dense = criteo.NUM_DENSE
-    c.table_sizes = (1000, 3, 500, 7, 64, 3, 100, 20, 63, 1000, 300, 400, 10,
+    c.model.num_dense = criteo.NUM_DENSE
+    c.model.table_sizes = (1000, 3, 500, 7, 64, 3, 100, 20, 63, 1000, 300, 400, 10,
                      22, 119, 15, 4, 97, 14, 1000, 256, 999, 58, 129, 10, 36)
-    c.embedding_dim = 8
-    c.bottom_mlp = (16, 8)
-    c.top_mlp = (16, 1)
-    c.embedding_shard_min_rows = 256
-    c.embedding_rows_multiple = 8
-    c.dtype = "float32"
+    c.model.embedding_dim = 8
+    c.model.bottom_mlp = (16, 8)
+    c.model.top_mlp = (16, 1)
+    c.run.embedding_shard_min_rows = 256
+    c.run.embedding_rows_multiple = 8
+    c.model.dtype = "float32"
 
-    c.global_batch_size = 32
-    c.eval_batch_size = 32
-    c.train_samples = 64
-    c.eval_samples = 32
-    c.eval_every_samples = 32
-    c.max_train_samples = 32  # one step, one eval
-    c.steps_per_dispatch = 1
+    c.data.global_batch_size = 32
+    c.eval.batch_size = 32
+    c.data.train_samples = 64
+    c.eval.samples = 32
+    c.eval.every_samples = 32
+    c.run.max_train_samples = 32  # one step, one eval
+    c.run.steps_per_dispatch = 1
 
-    c.learning_rate = 0.1
-    c.warmup_steps = 2
-    c.lr_decay_start_steps = 4
-    c.lr_decay_steps = 4
-    c.lr_decay_power = 2
+    c.optimizer.name = "sgd"
+    c.optimizer.learning_rate = 0.1
+    c.schedule.warmup_steps = 2
+    c.schedule.decay_start_step = 4
+    c.schedule.decay_steps = 4
+    c.schedule.decay_power = 2
 
-    c.target_metric = "auc"
-    c.target_value = 0.99
+    c.eval.target_metric = "auc"
+    c.eval.target_value = 0.99
     return c

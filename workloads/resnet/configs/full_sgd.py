@@ -13,18 +13,10 @@ from workloads.resnet.configs import full
 
 def get_config() -> ml_collections.ConfigDict:
     c = full.get_config()
-    c.global_batch_size = 1024
-    c.eval_batch_size = 1024
-    c.label_smoothing = 0.0
-    c.optimizer = ml_collections.ConfigDict({
-        "name": "sgd",
-        "base_learning_rate": 0.512,
-        "end_learning_rate": 1e-4,
-        "poly_power": 2.0,
-        "warmup_epochs": 5.0,
-        "train_epochs": 90.0,
-        "momentum": 0.9,
-        "weight_decay": 1e-4,
-        "epsilon": 0.0,
-    })
+    c.data.global_batch_size = 1024
+    c.eval.batch_size = 1024
+    c.model.label_smoothing = 0.0
+    c.optimizer.update({"name": "sgd", "learning_rate": 0.512, "momentum": 0.9,
+                        "weight_decay": 1e-4, "epsilon": 0.0})
+    full.set_schedule(c, warmup_epochs=5, train_epochs=90)  # 6,260 and 112,680 steps
     return c

@@ -32,33 +32,24 @@ from workloads.resnet.configs import full
 def get_config() -> ml_collections.ConfigDict:
     c = full.get_config()
     c.is_mlperf = False
-    c.submission_division = "open"
-    c.dataset = "mnist5k"
-    c.data_source = "mnist5k"
-    c.image_size = 14
-    c.image_channels = 1
-    c.num_classes = 10
-    c.train_samples = 4000
-    c.eval_samples = 1000
-    c.global_batch_size = 32
-    c.eval_batch_size = 200
-    c.label_smoothing = 0.0
-    c.model = ml_collections.ConfigDict(
-        {"stage_sizes": (1, 1, 1), "num_filters": 16, "stem": "small"})
-    c.optimizer = ml_collections.ConfigDict({
-        "name": "lars",
-        "base_learning_rate": 2.0,
-        "end_learning_rate": 1e-4,
-        "poly_power": 2.0,
-        "warmup_epochs": 2.0,
-        "train_epochs": 12.0,
-        "momentum": 0.9,
-        "weight_decay": 1e-4,
-        "epsilon": 0.0,
-    })
-    c.target_value = 0.967
-    c.eval_every_samples = 125 * 32  # 1 epoch (125 steps of 32)
-    c.max_train_samples = 12 * c.train_samples  # step budget: 1,500 steps
-    c.steps_per_dispatch = 1  # XLA:CPU runs convs in a lax.scan ~4x slower: benchmarks/README
-    c.dtype = "float32"
+    c.submission.division = "open"
+    c.data.dataset = "mnist5k"
+    c.data.source = "mnist5k"
+    c.data.image_size = 14
+    c.data.image_channels = 1
+    c.model.num_classes = 10
+    c.data.train_samples = 4000
+    c.eval.samples = 1000
+    c.data.global_batch_size = 32
+    c.eval.batch_size = 200
+    c.model.label_smoothing = 0.0
+    c.model.update({"stage_sizes": (1, 1, 1), "num_filters": 16, "stem": "small"})
+    c.optimizer.update({"name": "lars", "learning_rate": 2.0, "momentum": 0.9,
+                        "weight_decay": 1e-4, "epsilon": 0.0})
+    full.set_schedule(c, warmup_epochs=2, train_epochs=12)  # 250 and 1,500 steps of 32
+    c.eval.target_value = 0.967
+    c.eval.every_samples = 125 * 32  # 1 epoch (125 steps of 32)
+    c.run.max_train_samples = 12 * c.data.train_samples  # step budget: 1,500 steps
+    c.run.steps_per_dispatch = 1  # XLA:CPU runs convs in a lax.scan ~4x slower: benchmarks/README
+    c.model.dtype = "float32"
     return c

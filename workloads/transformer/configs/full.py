@@ -1,10 +1,10 @@
 """MLPerf Training v0.7 Transformer, closed division: Transformer-big on WMT17 En-De.
 
     python -m workloads.transformer.main --config=workloads/transformer/configs/full.py \\
-        --workdir=/tmp/transformer_full [--config.tfds_data_dir=gs://BUCKET/tensorflow_datasets]
+        --workdir=/tmp/transformer_full [--config.data.dir=gs://BUCKET/tensorflow_datasets]
 
-    tpubench prepare transformer --config=full [--config.vocab_file=PATH/vocab.ende.32768]
-    tpubench run transformer --config=full [--config.vocab_file=...]   # same overrides
+    tpubench prepare transformer --config=full [--config.data.vocab_file=PATH/vocab.ende.32768]
+    tpubench run transformer --config=full [--config.data.vocab_file=...]   # same overrides
 
 Data, as the reference (mlcommons/training v0.7 `translation/tensorflow/transformer/`):
 train on the WMT17 corpora of `data_download.py` (news-commentary-v12, commoncrawl, europarl-v7,
@@ -12,7 +12,7 @@ English -> German; tfds `wmt_translate` with one `WmtConfig` per corpus, no rapi
 tfds `wmt14_translate/de-en` split "test" = newstest2014 (3,003 sentences), inputs never
 truncated. Vocabulary: the reference's subword algorithm (`utils/tokenizer.py`,
 `workloads/transformer/subtokenizer.py`), either loaded from the reference's published
-`vocab.ende.32768` (`--config.vocab_file`; 33,708 subtokens, ids as in the reference), or built
+`vocab.ende.32768` (`--config.data.vocab_file`; 33,708 subtokens, ids as in the reference), or built
 as `data_download.py` builds it (~1 MB sample of each of the six corpus files, min_count 6). The
 prepare step downloads the corpora through tfds, builds or copies the vocabulary, tokenizes and
 packs everything, and records the counts (train_samples = its packed rows; eval_samples).
@@ -43,60 +43,60 @@ def get_config() -> ml_collections.ConfigDict:
     c = base_config()
     c.workload = "transformer"
     c.is_mlperf = True
-    c.submission_division = "closed"
-    c.dataset = "wmt17_en_de"
-    c.data_source = "tfds"
-    c.tfds_train_subsets = ("newscommentary_v12", "commoncrawl", "europarl_v7")
-    c.tfds_train_split = "train"
-    c.tfds_eval = "wmt14_translate/de-en"
-    c.eval_split = "test"  # newstest2014
-    c.tfds_data_dir = ""
-    c.source_lang = "en"
-    c.target_lang = "de"
-    c.lowercase = False
-    c.cache_dir = ""  # prepared data: "" = $TPUBENCH_CACHE_DIR or ~/.cache/tpubench
-    c.tokenizer = "subword"  # the reference's Subtokenizer (or "sentencepiece": minis)
-    c.vocab_file = ""  # the reference's vocab.ende.32768; "" = build it as the reference does
-    c.vocab_min_count = 6  # data_download.py _TRAIN_DATA_MIN_COUNT
-    c.vocab_file_byte_limit = 10**6  # tokenizer.py file_byte_limit: sample per corpus file
-    c.tokenizer_max_chars = 10**7  # sentencepiece only
-    c.open_division_reason = ""
+    c.submission.division = "closed"
+    c.data.dataset = "wmt17_en_de"
+    c.data.source = "tfds"
+    c.data.tfds_train_subsets = ("newscommentary_v12", "commoncrawl", "europarl_v7")
+    c.data.tfds_train_split = "train"
+    c.data.tfds_eval = "wmt14_translate/de-en"
+    c.data.eval_split = "test"  # newstest2014
+    c.data.source_lang = "en"
+    c.data.target_lang = "de"
+    c.data.lowercase = False
+    c.data.cache_dir = ""  # prepared data: "" = $TPUBENCH_CACHE_DIR or ~/.cache/tpubench
+    c.data.tokenizer = "subword"  # the reference's Subtokenizer (or "sentencepiece": minis)
+    c.data.vocab_file = ""  # the reference's vocab.ende.32768; "" = build it as the reference does
+    c.data.vocab_min_count = 6  # data_download.py _TRAIN_DATA_MIN_COUNT
+    c.data.vocab_file_byte_limit = 10**6  # tokenizer.py file_byte_limit: sample per corpus file
+    c.data.tokenizer_max_chars = 10**7  # sentencepiece only
+    c.submission.open_division_reason = ""
 
     # Model: Transformer-big.
-    c.vocab_size = 33708
-    c.num_classes = c.vocab_size
-    c.emb_dim = 1024
-    c.num_heads = 16
-    c.num_layers = 6
-    c.mlp_dim = 4096
-    c.dropout_rate = 0.1
-    c.attention_dropout_rate = 0.1
-    c.label_smoothing = 0.1
-    c.dtype = "bfloat16"
+    c.model.vocab_size = 33708
+    c.model.num_classes = c.model.vocab_size
+    c.model.emb_dim = 1024
+    c.model.num_heads = 16
+    c.model.num_layers = 6
+    c.model.mlp_dim = 4096
+    c.model.dropout_rate = 0.1
+    c.model.attention_dropout_rate = 0.1
+    c.model.label_smoothing = 0.1
+    c.model.dtype = "bfloat16"
 
     # Data shapes and sizes.
-    c.max_len = 256  # packed row length; longer pairs are discarded (reference max_length)
-    c.max_eval_input_len = 0  # 0 = the longest prepared eval source: never truncated
-    c.max_decode_len = 0  # 0 = eval input length + 50 (reference extra_decode_length)
-    c.global_batch_size = 2048
-    c.eval_batch_size = 512
+    c.data.max_len = 256  # packed row length; longer pairs are discarded (reference max_length)
+    c.data.max_eval_input_len = 0  # 0 = the longest prepared eval source: never truncated
+    c.eval.max_decode_len = 0  # 0 = eval input length + 50 (reference extra_decode_length)
+    c.data.global_batch_size = 2048
+    c.eval.batch_size = 512
     # train_samples / eval_samples: counted by the prepare step (manifest.json).
 
     # Optimizer: Adam with the rsqrt schedule.
-    c.learning_rate = 2.0
-    c.warmup_steps = 664
-    c.adam_b1 = 0.9
-    c.adam_b2 = 0.997
-    c.adam_eps = 1e-9
+    c.optimizer.name = "adam"
+    c.optimizer.learning_rate = 2.0
+    c.schedule.warmup_steps = 664
+    c.optimizer.beta_1 = 0.9
+    c.optimizer.beta_2 = 0.997
+    c.optimizer.epsilon = 1e-9
 
     # Eval: beam search on device, uncased sacreBLEU as a fraction.
-    c.beam_size = 4
-    c.beam_alpha = 0.6
-    c.bleu_tokenize = "intl"  # compute_bleu.py's bleu_tokenize
-    c.target_metric = "bleu"
-    c.target_value = rules.target_value("transformer")
-    c.eval_every_samples = 0  # every epoch
-    c.steps_per_dispatch = 1
-    c.max_train_samples = 0  # 100 epochs
-    c.mesh.tensor = 1
+    c.eval.beam_size = 4
+    c.eval.beam_alpha = 0.6
+    c.eval.bleu_tokenize = "intl"  # compute_bleu.py's bleu_tokenize
+    c.eval.target_metric = "bleu"
+    c.eval.target_value = rules.target_value("transformer")
+    c.eval.every_samples = 0  # every epoch
+    c.run.steps_per_dispatch = 1
+    c.run.max_train_samples = 0  # 100 epochs
+    c.run.mesh.tensor = 1
     return c
