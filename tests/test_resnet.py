@@ -33,11 +33,18 @@ def test_full_resnet50_train_step_costs_about_24_gflop_per_image():
 
 
 def test_lars_schedule_warms_up_linearly_then_decays_to_end_lr():
+    """The reference's 33 warmup / 88 decay epochs become steps at 20 steps per epoch (1,281,167
+    images at batch 65,536), and the MLPerf log gets the epochs back.
+    Bites: steps_for_epochs flooring the steps per epoch (19: warmup 627 steps)."""
     w = _workload("full")
     c = w.config
     spe = math.ceil(c.data.train_samples / c.data.global_batch_size)
-    warmup = round(c.schedule.warmup_steps * spe)
-    total = round(c.schedule.train_steps * spe)
+    assert spe == 20
+    warmup, total = c.schedule.warmup_steps, c.schedule.train_steps
+    assert (warmup, total) == (33 * spe, 88 * spe)
+    logged = w.mllog_hyperparameters()
+    assert logged["lars_opt_learning_rate_warmup_epochs"] == 33.0
+    assert logged["lars_opt_learning_rate_decay_steps"] == (88 - 33) * spe
     lr = w.learning_rate
     assert float(lr(0)) == 0.0
     assert float(lr(warmup // 2)) == pytest.approx(c.optimizer.learning_rate / 2, rel=0.02)

@@ -213,7 +213,7 @@ def prepare(config: ml_collections.ConfigDict, read_train: Callable[[], list[Tex
         (out / "eval_refs.txt").write_text("".join(r + "\n" for r in refs), encoding="utf-8")
         meta = {
             "format": FORMAT,
-            "config": {k: _value(c, k) for k in DATA_KEYS},
+            "config": {k: _value(c, path) for k, path in DATA_KEYS.items()},
             "train_corpus_pairs": [len(p) for p in corpora],
             "train_pairs": len(text),
             "train_pairs_kept": len(kept),
