@@ -195,24 +195,30 @@ def dlrm_eval(workdir: str, data_dir: str, eval_samples: str) -> dict[str, Any]:
     """One process of a DLRM smoke run on the Criteo TSV days in `data_dir` (under
     `tpubench launch local`, or alone): join the cluster, train 2 steps, evaluate on the first
     `eval_samples` rows of day 23. Every process records what `eval_finalize` received (the
-    labels and scores it kept) in `workdir/eval_p<index>.npz`."""
+    labels and scores of the real rows) and how many rows, padding included, the harness
+    gathered, in `workdir/eval_p<index>.npz`."""
     from tpubench import distributed
 
     distributed.initialize_from_env()  # before any JAX computation
     from workloads.dlrm import workload as dlrm
 
-    finalize = dlrm.DLRMWorkload.eval_finalize
+    from tpubench import evaluation
+
+    finalize, accumulate = dlrm.DLRMWorkload.eval_finalize, evaluation.accumulate
     seen: dict[str, np.ndarray] = {}
 
+    def recording_accumulate(outputs):
+        seen["rows"] = np.asarray(sum(len(o.mask) for o in outputs))  # padding included
+        return accumulate(outputs)
+
     def recording_finalize(self, results):
-        keep = np.asarray(results["mask"]) > 0
-        seen.update(label=np.asarray(results["label"])[keep],
-                    score=np.asarray(results["score"])[keep], rows=np.asarray(len(keep)))
+        seen.update(label=results.per_example["label"], score=results.per_example["score"])
         quality = finalize(self, results)
         seen["quality"] = np.asarray(quality)
         return quality
 
     dlrm.DLRMWorkload.eval_finalize = recording_finalize
+    evaluation.accumulate = recording_accumulate
     n = int(eval_samples)
     cfg = config_lib.load("dlrm", "smoke", {
         "data_source": "criteo_tsv", "data_dir": data_dir, "eval_samples": n,

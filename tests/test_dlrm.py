@@ -16,7 +16,7 @@ from sklearn.metrics import roc_auc_score
 
 from tpubench import config as config_lib
 from tpubench import mesh as mesh_lib
-from tpubench import mllog, registry, steps, train
+from tpubench import evaluation, mllog, registry, steps, train
 from tpubench.errors import UsageError
 from workloads.dlrm import criteo, flights
 from workloads.dlrm.configs import full
@@ -184,18 +184,26 @@ def _run(tmp_path, name: str, **overrides) -> dict:
 
 
 def test_eval_auc_is_sklearns_on_the_unmasked_examples_only():
-    """Bites: ignoring the mask (the padding example, scored highest with label 0, then counts:
+    """Bites: the harness keeping the padding row (scored highest with label 0, it then counts:
     AUC 0.5) and ranking by 1 - score (AUC 0.25) each failed."""
     w = _workload("smoke")
-    results = {"score": np.array([0.1, 0.4, 0.35, 0.8, 0.99]),
-               "label": np.array([0.0, 0.0, 1.0, 1.0, 0.0]),
-               "mask": np.array([1.0, 1.0, 1.0, 1.0, 0.0])}
+    score = np.array([0.1, 0.4, 0.35, 0.8, 0.99])
+    label = np.array([0.0, 0.0, 1.0, 1.0, 0.0])
+    mask = np.array([1.0, 1.0, 1.0, 1.0, 0.0])
+
+    def batches(label):
+        return [evaluation.BatchEval(sums={}, examples=mask[:3].sum(),
+                                     per_example={"score": score[:3], "label": label[:3]},
+                                     mask=mask[:3]),
+                evaluation.BatchEval(sums={}, examples=mask[3:].sum(),
+                                     per_example={"score": score[3:], "label": label[3:]},
+                                     mask=mask[3:])]
+
     # Positives (0.35, 0.8) vs negatives (0.1, 0.4): 3 of the 4 pairs ranked right.
-    assert w.eval_finalize(results) == pytest.approx(0.75)
-    assert w.eval_finalize(results) == pytest.approx(
-        roc_auc_score(results["label"][:4], results["score"][:4]))
-    one_class = dict(results, label=np.zeros(5))
-    assert math.isnan(w.eval_finalize(one_class))
+    assert evaluation.quality(w, batches(label)) == pytest.approx(0.75)
+    assert evaluation.quality(w, batches(label)) == pytest.approx(
+        roc_auc_score(label[:4], score[:4]))
+    assert math.isnan(evaluation.quality(w, batches(np.zeros(5))))
 
 
 def _hand_auc(workdir, cfg, batches) -> float:
@@ -209,7 +217,7 @@ def _hand_auc(workdir, cfg, batches) -> float:
         keep = np.asarray(b["mask"]) > 0
         logits = w.model().apply({"params": params}, b["dense"], b["sparse"])
         scores.append(np.asarray(logits)[keep])
-        labels.append(np.asarray(b["label"])[keep] >= 0.5)
+        labels.append(np.asarray(b["label"])[keep])
     return roc_auc_score(np.concatenate(labels), np.concatenate(scores))
 
 

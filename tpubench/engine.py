@@ -12,7 +12,6 @@ import contextlib
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import jax_utils
 from flax import linen as nn
@@ -20,8 +19,8 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpubench import evaluation, perf, steps
 from tpubench import mesh as mesh_lib
-from tpubench import perf, steps
 from tpubench.workload import Batch, Workload
 
 
@@ -99,25 +98,28 @@ class JitEngine:
         ).lower(*args).compile()
 
     def _compile_gather(self, evaluate):
-        """Multi-process: a compiled all-gather of the per-example eval outputs, so that reading
-        them on the clock compiles nothing. None when every output is addressable here."""
+        """Multi-process: a compiled all-gather of the per-example eval outputs and their mask,
+        so that reading them on the clock compiles nothing. None when every output is
+        addressable here (one process) or there is none."""
         if jax.process_count() == 1:
             return None
         shapes, shardings = evaluate.out_info, evaluate.output_shardings
-        per_example = {k: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=shardings[k])
-                       for k, s in shapes.items() if len(s.shape) > 0}
-        if not per_example:
+        if not shapes.per_example:
             return None
-        return jax.jit(lambda t: t, out_shardings=self.replicated).lower(per_example).compile()
+        rows = jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
+                            (shapes.per_example, shapes.mask),
+                            (shardings.per_example, shardings.mask))
+        return jax.jit(lambda t: t, out_shardings=self.replicated).lower(rows).compile()
 
-    def eval_to_host(self, outputs: list[dict[str, jax.Array]]) -> dict[str, np.ndarray]:
-        """The eval outputs of every batch, on the host: scalar sums added (float64), per-example
-        arrays concatenated over batches and processes. Compiles nothing (the multi-process
-        all-gather is compiled with the eval step)."""
+    def eval_to_host(self, outputs: list[evaluation.BatchEval]) -> list[evaluation.BatchEval]:
+        """Every batch's masked eval outputs as numpy, per-example rows of every process
+        included. Compiles nothing (the multi-process all-gather is compiled with the eval
+        step)."""
         if self._gather is not None:
-            outputs = [dict(o, **self._gather({k: v for k, v in o.items() if v.ndim}))
-                       for o in outputs]
-        return merge_eval_outputs(jax.device_get(outputs))
+            gathered = [self._gather((o.per_example, o.mask)) for o in outputs]
+            outputs = [o.replace(per_example=p, mask=m) for o, (p, m) in zip(
+                outputs, gathered, strict=True)]
+        return jax.device_get(outputs)
 
     def put(self, host_batch: Batch, block: bool) -> Batch:
         """This process's numpy slice(s) -> global sharded arrays. `block`: [K, B_local, ...]."""
@@ -198,8 +200,9 @@ class PmapEngine:
         eval_step = steps.make_eval_step(self.workload)
 
         def eval_fn(state, batch):
-            out = eval_step(state, batch)
-            return {k: lax.psum(v, self.axis) if jnp.ndim(v) == 0 else v for k, v in out.items()}
+            out = eval_step(state, batch)  # only the masked sums are reduced over devices
+            return out.replace(sums=lax.psum(out.sums, self.axis),
+                               examples=lax.psum(out.examples, self.axis))
 
         state_in = jax.tree.map(
             lambda a: jax.ShapeDtypeStruct((self.n,) + a.shape, a.dtype), self.abstract_state
@@ -226,12 +229,15 @@ class PmapEngine:
         return {"train": train, "train_by_size": by_size, "eval": evaluate,
                 "flops_per_step": flops}
 
-    def eval_to_host(self, outputs: list[dict[str, jax.Array]]) -> dict[str, np.ndarray]:
-        """psum'd scalars come back as [devices] (take one), per-example outputs as
-        [devices, b, ...] (merged into [B, ...]), on the host: no compile on the clock."""
-        host = [{k: v[0] if v.ndim == 1 else v.reshape((-1,) + v.shape[2:])
-                 for k, v in o.items()} for o in jax.device_get(outputs)]
-        return merge_eval_outputs(host)
+    def eval_to_host(self, outputs: list[evaluation.BatchEval]) -> list[evaluation.BatchEval]:
+        """Every batch's masked eval outputs as numpy: the psum'd sums come back as [devices]
+        (equal; take one), per-example rows and mask as [devices, b, ...] (merged into
+        [B, ...]), read on the host so that no compile happens on the clock."""
+        merge = lambda v: v.reshape((-1,) + v.shape[2:])
+        return [o.replace(sums={k: v[0] for k, v in o.sums.items()}, examples=o.examples[0],
+                          per_example=jax.tree.map(merge, o.per_example),
+                          mask=None if o.mask is None else merge(o.mask))
+                for o in jax.device_get(outputs)]
 
     def _spec(self, batch_size: int, train: bool, lead: tuple) -> Batch:
         spec = self.workload.batch_spec(batch_size, train=train)
@@ -259,18 +265,6 @@ class PmapEngine:
     def from_checkpoint(self, state: steps.TrainState) -> steps.TrainState:
         """Replicate a restored single-device state."""
         return jax_utils.replicate(state, self.devices)
-
-
-def merge_eval_outputs(host: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Per-batch eval outputs -> scalar sums (float64) and concatenated per-example arrays."""
-    merged: dict[str, np.ndarray] = {}
-    for key in host[0] if host else ():
-        values = [np.asarray(o[key]) for o in host]
-        if values[0].ndim == 0:
-            merged[key] = np.sum(np.asarray(values, np.float64))
-        else:
-            merged[key] = np.concatenate(values)
-    return merged
 
 
 def create(workload: Workload, mesh: jax.sharding.Mesh) -> JitEngine | PmapEngine:

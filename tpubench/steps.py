@@ -14,6 +14,7 @@ import optax
 from flax import linen as nn
 from jax import lax
 
+from tpubench import evaluation
 from tpubench.workload import Batch, Workload
 
 
@@ -146,13 +147,12 @@ def make_synthetic_block(
     return block
 
 
-def make_eval_step(workload: Workload) -> Callable[[TrainState, Batch], dict[str, jax.Array]]:
-    """The workload's eval step on the state; passes the mask through for per-example outputs."""
+def make_eval_step(workload: Workload) -> Callable[[TrainState, Batch], evaluation.BatchEval]:
+    """The workload's eval step on the state, with the mask applied by the harness
+    (`tpubench.evaluation.masked`): masked scalar sums plus the per-example outputs."""
+    evaluate = evaluation.eval_fn(workload)
 
-    def eval_step(state: TrainState, batch: Batch) -> dict[str, jax.Array]:
-        out = dict(workload.eval_step(state.params, state.model_state, batch))
-        if any(jnp.ndim(v) > 0 for v in out.values()):
-            out["mask"] = batch["mask"]
-        return out
+    def eval_step(state: TrainState, batch: Batch) -> evaluation.BatchEval:
+        return evaluate(state.params, state.model_state, batch)
 
     return eval_step

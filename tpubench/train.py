@@ -25,7 +25,7 @@ import jax
 import ml_collections
 import numpy as np
 
-from tpubench import checkpoint, chips, data, page_cache, perf, preemption, registry
+from tpubench import checkpoint, chips, data, evaluation, page_cache, perf, preemption, registry
 from tpubench import engine as engine_lib
 from tpubench import mesh as mesh_lib
 from tpubench import mllog as mllog_lib
@@ -68,11 +68,11 @@ def _evaluate(workload: Workload, eng, compiled, state, source: str) -> tuple[fl
     n = -(-workload.eval_samples // c.eval_batch_size)
     pi, pc = jax.process_index(), jax.process_count()
     if source == "synthetic":
-        batches = data.synthetic_eval_batches(workload, n, pc)
+        batches = data.synthetic_eval_batches(workload, n, pc, pi)
     else:
         batches = data.fixed_eval_batches(workload.eval_batches(pi, pc), n)
     outputs = [compiled["eval"](state, eng.put(batch, block=False)) for batch in batches]
-    quality = float(workload.eval_finalize(eng.eval_to_host(outputs)))
+    quality = evaluation.quality(workload, eng.eval_to_host(outputs))
     return quality, watch.stop()
 
 

@@ -7,22 +7,24 @@ trace under `jax.jit`) or host-side and says so.
 Batches are dicts of arrays. A train batch is the GLOBAL batch (leading dim = global batch size);
 the harness shards it over the mesh's batch axes. An eval batch additionally carries a float
 `"mask"` of shape [batch] (1 for real examples, 0 for padding) so that the last, partial eval
-batch can be padded to a fixed shape without a recompile.
+batch can be padded to a fixed shape without a recompile. The workload never applies that mask:
+its `eval_step` returns per-example values and the harness masks them (`tpubench.evaluation`).
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import ml_collections
-import numpy as np
 import optax
 from flax import linen as nn
+
+from tpubench.evaluation import EvalOutput, EvalResults
 
 Batch = dict[str, Any]
 PyTree = Any
@@ -119,24 +121,48 @@ class Workload(abc.ABC):
         return 0.0
 
     @abc.abstractmethod
-    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> dict[str, jax.Array]:
-        """Eval statistics of one batch, computed on device. Pure.
+    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> EvalOutput:
+        """Eval statistics of one batch, PER EXAMPLE, computed on device. Pure.
 
-        Two kinds of entries: SCALARS (shape ()) are per-batch SUMS, which must weight each
-        example by `batch["mask"]` so padding contributes nothing; the harness adds them over all
-        batches and hosts. Arrays with a leading batch dimension are PER-EXAMPLE outputs
-        (decoded token ids for BLEU, scores for AUC); the harness concatenates them over batches
-        and hosts and passes `"mask"` alongside, so `eval_finalize` can drop padding. Prefer sums:
+        Returns `tpubench.evaluation.EvalOutput(sums=..., per_example=...)`, every array with
+        the batch as leading dimension. `sums` are per-example statistics the harness adds up
+        (correct predictions, a per-example loss, a [B, slots] weighted count); `per_example`
+        are outputs the host needs row by row (decoded ids for BLEU, scores for AUC).
+
+        The workload never applies `batch["mask"]`: the harness weights every `sums` row by it
+        and drops the padding rows of `per_example` (`tpubench.evaluation.masked`), so padding
+        cannot change the quality. Returning a batch-reduced scalar is an error. Prefer sums:
         per-example outputs cross device->host.
         """
 
     @abc.abstractmethod
-    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
-        """Host side: the quality metric from the gathered eval results (accuracy, BLEU, AUC).
+    def eval_finalize(self, results: EvalResults) -> float:
+        """Host side: the quality metric (accuracy, BLEU, AUC) from the whole eval.
 
-        `results` holds the summed scalars and the concatenated per-example arrays (with
-        `"mask"`) of `eval_step`.
+        `results` (`tpubench.evaluation.EvalResults`): `sums` added over every real example of
+        every batch and host, `per_example` rows of the real examples only (in eval-batch
+        order), and `examples`, the number of real examples.
         """
+
+    def synthetic_eval_batch(self, rng: jax.Array, batch_size: int) -> Batch:
+        """An eval batch of the `synthetic` source, without "mask" (the harness adds it). Pure.
+
+        Default: `synthetic_batch`, keeping the entries of the eval `batch_spec`; a workload
+        whose eval batches hold other entries or shapes than its train batches overrides it.
+        """
+        spec = self.batch_spec(batch_size, train=False)
+        batch = self.synthetic_batch(rng, batch_size)
+        out = {}
+        for name, s in spec.items():
+            if name == "mask":
+                continue
+            if name not in batch or tuple(batch[name].shape) != tuple(s.shape):
+                raise ValueError(
+                    f"{self.name}: synthetic_batch has no {name!r} of shape {s.shape} for the "
+                    "eval batch; override Workload.synthetic_eval_batch."
+                )
+            out[name] = batch[name].astype(s.dtype)
+        return out
 
     # ---- data ------------------------------------------------------------------------------
     @abc.abstractmethod

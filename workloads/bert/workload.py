@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import linen as nn
 
 from tpubench import data
 from tpubench.errors import UsageError
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.bert import input_pipeline, shakespeare, tf_checkpoint
 from workloads.bert.model import BertConfig, BertForPreTraining
@@ -185,24 +185,24 @@ class BertWorkload(Workload):
         )
 
     # ---- eval ------------------------------------------------------------------------------
-    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> dict[str, jax.Array]:
+    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> EvalOutput:
+        """Per example: masked-LM hits, used slots and loss (weighted by masked_lm_weights,
+        one column per prediction slot) and the next-sentence hit; the harness masks and sums."""
         mlm_logits, nsp_logits = self._apply(params, batch, train=False)
-        mask = batch["mask"]
-        weights = batch["masked_lm_weights"] * mask[:, None]
+        weights = batch["masked_lm_weights"]
         correct = (jnp.argmax(mlm_logits, -1) == batch["masked_lm_ids"]) * weights
         xent = optax.softmax_cross_entropy_with_integer_labels(mlm_logits, batch["masked_lm_ids"])
-        nsp_correct = (jnp.argmax(nsp_logits, -1) == batch["next_sentence_labels"]) * mask
-        return {
-            "masked_lm_correct": jnp.sum(correct),
-            "masked_lm_count": jnp.sum(weights),
-            "masked_lm_loss_sum": jnp.sum(xent * weights),
-            "next_sentence_correct": jnp.sum(nsp_correct),
-            "examples": jnp.sum(mask),
-        }
+        nsp_correct = jnp.argmax(nsp_logits, -1) == batch["next_sentence_labels"]
+        return EvalOutput(sums={
+            "masked_lm_correct": correct,
+            "masked_lm_count": weights,
+            "masked_lm_loss_sum": xent * weights,
+            "next_sentence_correct": nsp_correct,
+        })
 
-    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
+    def eval_finalize(self, results: EvalResults) -> float:
         """Masked-LM accuracy: correct predictions / predictions, weighted by masked_lm_weights."""
-        return float(results["masked_lm_correct"]) / max(float(results["masked_lm_count"]), 1e-9)
+        return results.sums["masked_lm_correct"] / max(results.sums["masked_lm_count"], 1e-9)
 
     # ---- data ------------------------------------------------------------------------------
     def check_data(self) -> None:

@@ -9,16 +9,16 @@ per-example scores the device returns).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import linen as nn
 from sklearn.metrics import roc_auc_score
 
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.dlrm import input_pipeline
 from workloads.dlrm.model import DLRM
@@ -85,22 +85,18 @@ class DLRMWorkload(Workload):
         return optax.sgd(self.learning_rate)
 
     # ---- eval ----------------------------------------------------------------------------------
-    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> dict[str, jax.Array]:
+    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> EvalOutput:
+        """Per example: the click score and label for the AUC, and the log loss."""
         logits = self.model().apply({"params": params}, batch["dense"], batch["sparse"])
-        mask = batch["mask"]
-        # Real labels are 0/1; the harness's synthetic eval batches carry uniform floats.
-        label = (batch["label"] >= 0.5).astype(jnp.float32)
-        bce = optax.sigmoid_binary_cross_entropy(logits, label)
-        return {
-            "score": jax.nn.sigmoid(logits),
-            "label": label,
-            "loss_sum": jnp.sum(bce * mask),
-            "count": jnp.sum(mask),
-        }
+        label = batch["label"]
+        return EvalOutput(
+            sums={"loss": optax.sigmoid_binary_cross_entropy(logits, label)},
+            per_example={"score": jax.nn.sigmoid(logits), "label": label},
+        )
 
-    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
-        keep = np.asarray(results["mask"]) > 0
-        labels, scores = np.asarray(results["label"])[keep], np.asarray(results["score"])[keep]
+    def eval_finalize(self, results: EvalResults) -> float:
+        """ROC AUC of the real examples' scores (NaN when they hold one class only)."""
+        labels, scores = results.per_example["label"], results.per_example["score"]
         if labels.min() == labels.max():  # AUC is undefined with one class
             return float("nan")
         return float(roc_auc_score(labels, scores))

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from tpubench.errors import UsageError
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.workload import Batch, Workload
 from workloads.resnet import input_pipeline, model, optim
 
@@ -63,13 +63,15 @@ class ResNetWorkload(Workload):
     def learning_rate(self, step):
         return optim.schedule(self.config)(step)
 
-    def eval_step(self, params, model_state, batch) -> dict[str, jax.Array]:
+    def eval_step(self, params, model_state, batch) -> EvalOutput:
+        """Per example: 1 if the top-1 class is the label (the harness masks and sums)."""
         logits = self.model().apply({"params": params, **model_state}, batch["inputs"], train=False)
         correct = (jnp.argmax(logits, -1) == batch["label"]).astype(jnp.float32)
-        return {"correct": jnp.sum(correct * batch["mask"]), "count": jnp.sum(batch["mask"])}
+        return EvalOutput(sums={"correct": correct})
 
-    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
-        return float(results["correct"]) / max(float(results["count"]), 1.0)
+    def eval_finalize(self, results: EvalResults) -> float:
+        """Top-1 accuracy over the real examples."""
+        return results.sums["correct"] / max(results.examples, 1.0)
 
     # ---- data ------------------------------------------------------------------------------
     def _source(self):

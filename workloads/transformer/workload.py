@@ -20,7 +20,7 @@ a run without it fails in `check_data`, before any compute.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -30,6 +30,7 @@ import optax
 import sacrebleu
 
 from tpubench.errors import UsageError
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.transformer import decode as decode_lib
 from workloads.transformer import input_pipeline as ip
@@ -221,19 +222,18 @@ class TransformerWorkload(Workload):
         )
         return decoded
 
-    def eval_step(self, params, model_state, batch):
+    def eval_step(self, params, model_state, batch) -> EvalOutput:
         """Per-example decoded ids (and which example each row is): BLEU needs the host."""
-        return {"decoded": self.translate(params, batch["inputs"]),
-                "example_id": batch["example_id"]}
+        return EvalOutput(per_example={"decoded": self.translate(params, batch["inputs"]),
+                                       "example_id": batch["example_id"]})
 
-    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
+    def eval_finalize(self, results: EvalResults) -> float:
         """Corpus BLEU of the detokenized translations, as a fraction: sacreBLEU with the
         reference's settings (uncased, international tokenization; see the module docstring)."""
         if self.config.data_source == "synthetic":
             return 0.0  # synthetic data measures speed; there are no references
-        keep = np.asarray(results["mask"]) > 0
-        ids = np.asarray(results["example_id"])[keep]
-        hyps = self.tokenizer().decode(np.asarray(results["decoded"])[keep])
+        ids = np.asarray(results.per_example["example_id"])
+        hyps = self.tokenizer().decode(np.asarray(results.per_example["decoded"]))
         _, references = self.eval_data()
         if sorted(ids.tolist()) != list(range(len(references))):
             raise ValueError(
@@ -241,6 +241,14 @@ class TransformerWorkload(Workload):
         order = np.argsort(ids)
         return corpus_bleu([hyps[i] for i in order], [references[i] for i in ids[order]],
                            self.config.bleu_tokenize)
+
+    def synthetic_eval_batch(self, rng: jax.Array, batch_size: int) -> Batch:
+        """Eval batches are source sentences, not packed rows: random (non-special) source
+        tokens of the eval input length, ending in EOS, numbered by example."""
+        ids = jax.random.randint(rng, (batch_size, self.eval_input_len), 3, self.config.vocab_size,
+                                 jnp.int32)
+        return {"inputs": ids.at[:, -1].set(model_lib.EOS_ID),
+                "example_id": jnp.arange(batch_size, dtype=jnp.int32)}
 
     # ---- data -----------------------------------------------------------------------------------
     def prepare(self) -> None:
