@@ -200,9 +200,8 @@ def dlrm_eval(workdir: str, data_dir: str, eval_samples: str) -> dict[str, Any]:
     from tpubench import distributed
 
     distributed.initialize_from_env()  # before any JAX computation
-    from workloads.dlrm import workload as dlrm
-
     from tpubench import evaluation
+    from workloads.dlrm import workload as dlrm
 
     finalize, accumulate = dlrm.DLRMWorkload.eval_finalize, evaluation.accumulate
     seen: dict[str, np.ndarray] = {}

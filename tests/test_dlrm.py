@@ -15,8 +15,8 @@ from jax.sharding import PartitionSpec as P
 from sklearn.metrics import roc_auc_score
 
 from tpubench import config as config_lib
-from tpubench import mesh as mesh_lib
 from tpubench import evaluation, mllog, registry, steps, train
+from tpubench import mesh as mesh_lib
 from tpubench.errors import UsageError
 from workloads.dlrm import criteo, flights
 from workloads.dlrm.configs import full
