@@ -6,6 +6,7 @@ overrides to a few dozen steps and a target it cannot reach) and asserts on what
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -72,7 +73,7 @@ def _sigterm_after(monkeypatch, dispatches: int) -> None:
 
     def compile_(self, *args, **kwargs):
         compiled = real(self, *args, **kwargs)
-        inner = compiled["train"]
+        inner = compiled.train
 
         def train_(*a):
             out = inner(*a)
@@ -81,7 +82,7 @@ def _sigterm_after(monkeypatch, dispatches: int) -> None:
                 os.kill(os.getpid(), signal.SIGTERM)
             return out
 
-        return dict(compiled, train=train_)
+        return dataclasses.replace(compiled, train=train_)
 
     monkeypatch.setattr(engine_lib.JitEngine, "compile", compile_)
 
@@ -305,14 +306,14 @@ def test_the_host_never_reads_the_device_inside_a_block(tmp_path, monkeypatch):
 
     def compile_(self, *args, **kwargs):
         compiled = real(self, *args, **kwargs)
-        inner = compiled["train"]
+        inner = compiled.train
 
         def reads_the_device(*a):
             state, metrics = inner(*a)
             float(metrics["loss"])
             return state, metrics
 
-        return dict(compiled, train=reads_the_device)
+        return dataclasses.replace(compiled, train=reads_the_device)
 
     monkeypatch.setattr(engine_lib.JitEngine, "compile", compile_)
     train.train_and_evaluate(_cfg(max_train_samples=20 * 32), tmp_path / "broken")
