@@ -138,6 +138,11 @@ def test_a_resumed_run_equals_the_uninterrupted_one_and_its_clock_never_pauses(
     assert (resume_ms - preempted_ms) / 1000 >= outage
     assert resumed["run_time_s"] >= outage + (preempted_ms - _times(records, "run_start")[0]) / 1e3
     _passes_checker_but_for_quality(workdir / "mlperf_log.txt")
+    # metrics.jsonl continues across the attempts: one train record per step (K=1), none lost
+    # in the preempted block (bites: not writing the preempted block's dispatches), none twice.
+    lines = (workdir / "metrics.jsonl").read_text().splitlines()
+    steps = [r["step"] for r in map(json.loads, lines) if "train/loss" in r]
+    assert steps == list(range(1, 61))
 
 
 def test_sigterm_during_a_checkpoint_save_leaves_a_restorable_checkpoint(tmp_path, monkeypatch):

@@ -147,7 +147,6 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     source = config.data_source
     if source != "synthetic":
         workload.check_data()
-    _say(f"[{workload.name}/{config.config_name}] init: building the mesh...")
     mesh = mesh_lib.build_mesh(config)
     mesh_lib.check_batch(config.global_batch_size, mesh)
     mesh_lib.check_batch(config.eval_batch_size, mesh, "eval_batch_size")
@@ -285,6 +284,9 @@ def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -
                 block_s = watch.stop(state)
                 progress.train_s += block_s
                 if preempted:
+                    ctx.metrics.train_block(
+                        list(zip(end_steps, jax.device_get(dispatch_metrics), strict=True)),
+                        (step - block_start_step) * gbs / block_s)
                     return _preempt(ctx, state, progress, clock, step)
                 host_metrics = _read_block_metrics(dispatch_metrics, step)
                 ctx.metrics.train_block(list(zip(end_steps, host_metrics, strict=True)),
