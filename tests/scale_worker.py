@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -23,6 +24,7 @@ from tpubench import checkpoint, registry, train
 from tpubench import config as config_lib
 from tpubench import engine as engine_lib
 from tpubench import mesh as mesh_lib
+from tpubench.progress import Progress
 
 jax.config.update("jax_threefry_partitionable", True)
 
@@ -94,7 +96,7 @@ def run_strategy(overrides: dict[str, Any], devices: list[Any]) -> dict[str, Any
     with eng.context():
         for batch in batches(STEPS, cfg.global_batch_size):
             block = {k: v[None] for k, v in batch.items()}
-            state, metrics = compiled["train"](state, eng.put(block, block=True))
+            state, metrics = compiled.train(state, eng.put(block, stacked=True))
             losses.append(float(np.ravel(metrics["last_loss"])[0]))  # pmap: one per device
     single = eng.for_checkpoint(state)
     return {
@@ -141,11 +143,11 @@ def save(workdir: str) -> dict[str, Any]:
     initial = _flat(jax.device_get(state))
     with eng.context():
         for batch in batches(SAVED_STEPS, cfg.global_batch_size):
-            state, _ = compiled["train"](state, eng.put({k: v[None] for k, v in batch.items()},
-                                                        block=True))
-    progress = {"elapsed_s": 1.5, "history": [{"samples": 48, "quality": 0.25}], "attempts": 1}
+            state, _ = compiled.train(state, eng.put({k: v[None] for k, v in batch.items()},
+                                                     stacked=True))
+    progress = Progress(train_s=1.5, history=[{"samples": 48, "quality": 0.25}], attempts=1)
     with checkpoint.manager(workdir) as mgr:
-        checkpoint.save(mgr, SAVED_STEPS, eng.for_checkpoint(state), dict(progress, step=3))
+        checkpoint.save(mgr, SAVED_STEPS, eng.for_checkpoint(state), progress)
     saved = _flat(jax.device_get(state))
     np.savez(f"{workdir}/saved.npz", **saved)
     moved = sorted(k for k in saved if not np.array_equal(saved[k], initial[k]))
@@ -176,7 +178,7 @@ def restore(workdir: str) -> dict[str, Any]:
             or not np.array_equal(saved[k], restored[k])),
         "leaves": _count_groups(restored),
         "step": int(state.step),
-        "progress": progress,
+        "progress": dataclasses.asdict(progress),
     }
 
 

@@ -299,14 +299,14 @@ cfg = config_lib.load("dlrm", "smoke", {
 w = registry.create(cfg)
 eng = engine.JitEngine(w, mesh_lib.build_mesh(cfg))
 specs = {k: str(v.spec) for k, v in eng.state_shardings.params.items() if k.startswith("emb")}
-train = eng.compile(1, synthetic=False)["train"]
+train = eng.compile(1, synthetic=False).train
 state = eng.init_state(cfg.seed)
 tables = lambda s: {k: np.asarray(jax.device_get(s.params[k])).tolist()
                     for k in ("embedding_0", "embedding_1")}
 initial, losses, batches = tables(state), [], w.train_batches(0, 0, 1)
 for _ in range(steps):
     block = {k: v[None] for k, v in next(batches).items()}
-    state, metrics = train(state, eng.put(block, block=True))
+    state, metrics = train(state, eng.put(block, stacked=True))
     losses.append(float(metrics["last_loss"]))
 print(json.dumps({"devices": jax.device_count(), "specs": specs, "losses": losses,
                   "initial": initial, "final": tables(state)}))

@@ -86,7 +86,7 @@ def test_the_jit_engine_path_masks_a_real_workload():
     batch["label"][0] = pred[0]  # one real hit
     batch["label"] = batch["label"].astype(np.int32)
     with eng.context():
-        out = jax.jit(steps.make_eval_step(w))(state, eng.put(batch, block=False))
+        out = jax.jit(steps.make_eval_step(w))(state, eng.put(batch, stacked=False))
     assert evaluation.quality(w, eng.eval_to_host([out])) == pytest.approx(1 / 5)
 
 

@@ -78,12 +78,12 @@ def test_steps_per_dispatch_does_not_change_training():
     host = worker.batches(4, cfg.global_batch_size)
     finals = []
     for k in (1, 4):
-        train = eng.compile(k, synthetic=False)["train"]
+        train = eng.compile(k, synthetic=False).train
         state = eng.init_state(cfg.seed)
         with eng.context():
             for i in range(0, 4, k):
                 block = {key: np.stack([b[key] for b in host[i:i + k]]) for key in host[0]}
-                state, _ = train(state, eng.put(block, block=True))
+                state, _ = train(state, eng.put(block, stacked=True))
         finals.append(jax.device_get(state))
     assert int(finals[0].step) == int(finals[1].step) == 4
     moved = jax.tree.leaves(jax.tree.map(

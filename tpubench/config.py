@@ -69,6 +69,11 @@ def base_config() -> ml_collections.ConfigDict:
     c.fsdp_min_size = 2**14  # params smaller than this stay replicated under FSDP
     c.model_bn_span = 0  # examples per batch-norm statistics group; 0 = the global batch
 
+    # Watching a run: metrics.jsonl + TensorBoard files in the workdir (process 0, always on).
+    # profile_steps=N: a jax.profiler trace of the N steps after the first dispatch (warm-up),
+    # into <workdir>/profile. The trace runs on the clock, so a profiled run is open division.
+    c.profile_steps = 0
+
     # Checkpoints (orbax). Preemption (SIGTERM) always saves.
     c.checkpoint_every_evals = 0  # 0 = only on preemption and at the end of the run
     c.checkpoint_keep = 2

@@ -135,6 +135,12 @@ HARNESS: dict[str, Tunable] = {
         "a budget, not a hyperparameter: a run stopped by it is not converged (status aborted)"),
     "max_train_samples": Tunable(
         "a budget, not a hyperparameter: a run stopped by it is not converged (status aborted)"),
+    "profile_steps": Tunable(
+        "not a rule of the benchmark, but a trace is not part of the benchmark's work",
+        lambda c: None if not _get(c, "profile_steps") else (
+            f"profile_steps={_get(c, 'profile_steps')!r}: a jax.profiler trace runs inside the "
+            "timed region (its overhead is on the clock), so a profiled run is not an MLPerf "
+            "result")),
     "submission_org": Tunable(f"{RULES}: log metadata (submission_org)"),
     "submission_platform": Tunable(f"{RULES}: log metadata (submission_platform)"),
     "submission_status": Tunable(

@@ -9,6 +9,8 @@ methods, so the training loop does not know which one it drives.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -22,6 +24,25 @@ from jax.sharding import PartitionSpec as P
 from tpubench import evaluation, perf, steps
 from tpubench import mesh as mesh_lib
 from tpubench.workload import Batch, Workload
+
+
+@dataclasses.dataclass(frozen=True)
+class Compiled:
+    """What an engine compiles before the clock starts.
+
+    `train` runs one dispatch of `steps_per_dispatch` (K) steps; `train_by_size` holds one
+    executable per other dispatch size the run needs (the remainders of eval intervals);
+    `eval` is the eval step; `flops_per_step` is one train step's FLOP count (for MFU)."""
+
+    train: Any
+    train_by_size: Mapping[int, Any]
+    eval: Any
+    flops_per_step: float
+    steps_per_dispatch: int
+
+    def dispatch(self, size: int) -> Any:
+        """The executable for a dispatch of `size` steps (compiled before run_start)."""
+        return self.train if size == self.steps_per_dispatch else self.train_by_size[size]
 
 
 class JitEngine:
@@ -39,7 +60,7 @@ class JitEngine:
             boxed, mesh, self.rules, self.config.fsdp_min_size
         )
         self.batch_sharding = mesh_lib.batch_sharding(mesh)
-        self.block_sharding = mesh_lib.batch_sharding(mesh, leading_dims=1)
+        self.stacked_sharding = mesh_lib.batch_sharding(mesh, leading_dims=1)
         self.replicated = NamedSharding(mesh, P())
         self._gather = None
 
@@ -64,37 +85,36 @@ class JitEngine:
 
     def compile(
         self, steps_per_dispatch: int, synthetic: bool, other_sizes: tuple[int, ...] = ()
-    ) -> dict[str, Any]:
-        """AOT-compile the K-step train block, a block of each of `other_sizes` steps (the
-        remainders of eval intervals), and the eval step; returns executables and FLOPs/step."""
+    ) -> Compiled:
+        """AOT-compile the K-step train dispatch, a dispatch of each of `other_sizes` steps (the
+        remainders of eval intervals), and the eval step."""
         gbs, ebs = self.config.global_batch_size, self.config.eval_batch_size
         state_in = mesh_lib.with_shardings(self.abstract_state, self.state_shardings)
         train_step = steps.make_train_step(self.workload)
         batch_in = self._abstract_batch(gbs, True, self.batch_sharding)
         with self.context():
             flops = perf.flops_of(jax.jit(train_step).lower(state_in, batch_in))
-            train = self._compile_block(train_step, steps_per_dispatch, synthetic, state_in)
-            by_size = {k: self._compile_block(train_step, k, synthetic, state_in)
+            train = self._compile_dispatch(train_step, steps_per_dispatch, synthetic, state_in)
+            by_size = {k: self._compile_dispatch(train_step, k, synthetic, state_in)
                        for k in other_sizes if k != steps_per_dispatch}
             eval_in = self._abstract_batch(ebs, False, self.batch_sharding)
             evaluate = jax.jit(steps.make_eval_step(self.workload)).lower(
                 state_in, eval_in).compile()
             self._gather = self._compile_gather(evaluate)
-        return {"train": train, "train_by_size": by_size, "eval": evaluate,
-                "flops_per_step": flops}
+        return Compiled(train, by_size, evaluate, flops, steps_per_dispatch)
 
-    def _compile_block(self, train_step, k: int, synthetic: bool, state_in):
+    def _compile_dispatch(self, train_step, k: int, synthetic: bool, state_in):
         gbs = self.config.global_batch_size
         if synthetic:
             constrain = lambda b: jax.lax.with_sharding_constraint(b, self.batch_sharding)
-            block = steps.make_synthetic_block(
+            fn = steps.make_synthetic_dispatch(
                 train_step, self.workload, k, gbs, constrain, self.config.scan_unroll)
             args = (state_in,)
         else:
-            block = steps.make_block(train_step, self.config.scan_unroll)
-            args = (state_in, self._abstract_batch(gbs, True, self.block_sharding, (k,)))
+            fn = steps.make_dispatch(train_step, self.config.scan_unroll)
+            args = (state_in, self._abstract_batch(gbs, True, self.stacked_sharding, (k,)))
         return jax.jit(
-            block, out_shardings=(self.state_shardings, self.replicated), donate_argnums=0,
+            fn, out_shardings=(self.state_shardings, self.replicated), donate_argnums=0,
         ).lower(*args).compile()
 
     def _compile_gather(self, evaluate):
@@ -121,9 +141,10 @@ class JitEngine:
                 outputs, gathered, strict=True)]
         return jax.device_get(outputs)
 
-    def put(self, host_batch: Batch, block: bool) -> Batch:
-        """This process's numpy slice(s) -> global sharded arrays. `block`: [K, B_local, ...]."""
-        sharding = self.block_sharding if block else self.batch_sharding
+    def put(self, host_batch: Batch, stacked: bool) -> Batch:
+        """This process's numpy slice(s) -> global sharded arrays. `stacked`: the batches of a
+        K-step dispatch, [K, B_local, ...]; otherwise one batch, [B_local, ...]."""
+        sharding = self.stacked_sharding if stacked else self.batch_sharding
         return {
             k: jax.make_array_from_process_local_data(sharding, np.asarray(v))
             for k, v in host_batch.items()
@@ -173,8 +194,9 @@ class PmapEngine:
 
     def compile(
         self, steps_per_dispatch: int, synthetic: bool, other_sizes: tuple[int, ...] = ()
-    ) -> dict[str, Any]:
-        """pmap-compile the block(s) and eval step (by lowering on abstract per-device shapes)."""
+    ) -> Compiled:
+        """pmap-compile the train dispatch(es) and eval step (by lowering on abstract per-device
+        shapes)."""
         gbs, ebs = self.config.global_batch_size, self.config.eval_batch_size
         if gbs % self.n or ebs % self.n:
             from tpubench.errors import UsageError
@@ -190,13 +212,6 @@ class PmapEngine:
                 self.abstract_state, self._spec(gbs, True, ())
             )
         )
-        if synthetic:
-            block = steps.make_synthetic_block(
-                train_step, self.workload, steps_per_dispatch, gbs // self.n,
-                unroll=self.config.scan_unroll,
-            )
-        else:
-            block = steps.make_block(train_step, self.config.scan_unroll)
         eval_step = steps.make_eval_step(self.workload)
 
         def eval_fn(state, batch):
@@ -207,27 +222,25 @@ class PmapEngine:
         state_in = jax.tree.map(
             lambda a: jax.ShapeDtypeStruct((self.n,) + a.shape, a.dtype), self.abstract_state
         )
-        pmapped = jax.pmap(block, axis_name=self.axis, donate_argnums=0, devices=self.devices)
-        args = (state_in,) if synthetic else (
-            state_in, self._spec(gbs // self.n, True, (self.n, steps_per_dispatch)))
-        train = pmapped.lower(*args).compile()
+
+        def compile_dispatch(k: int):
+            if synthetic:
+                fn = steps.make_synthetic_dispatch(
+                    train_step, self.workload, k, gbs // self.n, unroll=self.config.scan_unroll)
+                args = (state_in,)
+            else:
+                fn = steps.make_dispatch(train_step, self.config.scan_unroll)
+                args = (state_in, self._spec(gbs // self.n, True, (self.n, k)))
+            return jax.pmap(fn, axis_name=self.axis, donate_argnums=0,
+                            devices=self.devices).lower(*args).compile()
+
+        train = compile_dispatch(steps_per_dispatch)
         evaluate = jax.pmap(eval_fn, axis_name=self.axis, devices=self.devices).lower(
             state_in, self._spec(ebs // self.n, False, (self.n,))).compile()
-        by_size = {}
-        for k in other_sizes:
-            if k == steps_per_dispatch:
-                continue
-            block_k = steps.make_synthetic_block(
-                train_step, self.workload, k, gbs // self.n, unroll=self.config.scan_unroll,
-            ) if synthetic else block
-            args_k = (state_in,) if synthetic else (
-                state_in, self._spec(gbs // self.n, True, (self.n, k)))
-            by_size[k] = jax.pmap(block_k, axis_name=self.axis, donate_argnums=0,
-                                  devices=self.devices).lower(*args_k).compile()
+        by_size = {k: compile_dispatch(k) for k in other_sizes if k != steps_per_dispatch}
         # Metrics come back per device ([devices]-shaped, equal after pmean): the loop reads
         # them on the host, so no eager indexing (a compile) happens on the clock.
-        return {"train": train, "train_by_size": by_size, "eval": evaluate,
-                "flops_per_step": flops}
+        return Compiled(train, by_size, evaluate, flops, steps_per_dispatch)
 
     def eval_to_host(self, outputs: list[evaluation.BatchEval]) -> list[evaluation.BatchEval]:
         """Every batch's masked eval outputs as numpy: the psum'd sums come back as [devices]
@@ -243,12 +256,13 @@ class PmapEngine:
         spec = self.workload.batch_spec(batch_size, train=train)
         return {k: jax.ShapeDtypeStruct(lead + tuple(s.shape), s.dtype) for k, s in spec.items()}
 
-    def put(self, host_batch: Batch, block: bool) -> Batch:
-        """[K, B, ...] or [B, ...] -> [devices, K, B/devices, ...] / [devices, B/devices, ...]."""
+    def put(self, host_batch: Batch, stacked: bool) -> Batch:
+        """[K, B, ...] (`stacked`) or [B, ...] -> [devices, K, B/devices, ...] /
+        [devices, B/devices, ...]."""
 
         def split(x):
             x = np.asarray(x)
-            if block:
+            if stacked:
                 k, b = x.shape[:2]
                 x = x.reshape((k, self.n, b // self.n) + x.shape[2:]).swapaxes(0, 1)
             else:

@@ -1,5 +1,6 @@
-"""The pure step functions every workload shares: train state, one train step, a block of K
-steps under `lax.scan`, and the eval step. No mesh, no host: `tpubench.engine` compiles them.
+"""The pure step functions every workload shares: train state, one train step, a dispatch of K
+steps under `lax.scan` (one host call; its metrics summarised on device), and the eval step. No
+mesh, no host: `tpubench.engine` compiles them.
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ def make_train_step(
     return train_step
 
 
-def _summarize(metrics: dict[str, jax.Array]) -> dict[str, jax.Array]:
-    """Block metrics: means over the K steps, the last loss, and whether every loss was finite."""
+def _dispatch_metrics(metrics: dict[str, jax.Array]) -> dict[str, jax.Array]:
+    """A dispatch's metrics: means over its K steps, the last loss, whether every loss was
+    finite."""
     out = {k: jnp.mean(v) for k, v in metrics.items()}
     out["last_loss"] = metrics["loss"][-1]
     out["finite"] = jnp.all(jnp.isfinite(metrics["loss"]))
@@ -105,7 +107,7 @@ def _scan(body: Callable, state: TrainState, xs: Any, length: int, unroll: int |
     return lax.scan(body, state, xs, length=length, unroll=unroll)
 
 
-def make_block(
+def make_dispatch(
     train_step: Callable, unroll: int | bool = 1
 ) -> Callable[[TrainState, Batch], tuple[TrainState, dict]]:
     """K steps over host batches stacked as [K, B, ...]: one dispatch, no host round trip.
@@ -113,15 +115,15 @@ def make_block(
     `unroll` is `lax.scan`'s: 1 keeps a rolled loop (cheap to compile; right on TPU/GPU).
     """
 
-    def block(state: TrainState, batches: Batch) -> tuple[TrainState, dict]:
+    def dispatch(state: TrainState, batches: Batch) -> tuple[TrainState, dict]:
         k = jax.tree.leaves(batches)[0].shape[0]
         state, metrics = _scan(train_step, state, batches, k, unroll)
-        return state, _summarize(metrics)
+        return state, _dispatch_metrics(metrics)
 
-    return block
+    return dispatch
 
 
-def make_synthetic_block(
+def make_synthetic_dispatch(
     train_step: Callable,
     workload: Workload,
     steps: int,
@@ -132,7 +134,7 @@ def make_synthetic_block(
     """K steps on batches generated on device (measures the chip, not the input pipeline)."""
     seed = workload.config.seed + 1
 
-    def block(state: TrainState) -> tuple[TrainState, dict]:
+    def dispatch(state: TrainState) -> tuple[TrainState, dict]:
         # The key is made while tracing, not eagerly: an eager op would run on the mesh's
         # devices, which are compile-only for `tpubench fit`.
         data_key = jax.random.PRNGKey(seed)
@@ -142,9 +144,9 @@ def make_synthetic_block(
             return train_step(state, constrain(batch))
 
         state, metrics = _scan(body, state, None, steps, unroll)
-        return state, _summarize(metrics)
+        return state, _dispatch_metrics(metrics)
 
-    return block
+    return dispatch
 
 
 def make_eval_step(workload: Workload) -> Callable[[TrainState, Batch], evaluation.BatchEval]:
