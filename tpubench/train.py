@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import jax
 import ml_collections
@@ -43,12 +42,6 @@ RESUME_KEY = "tpubench_resume"
 
 class Diverged(RuntimeError):
     """The loss became NaN or Inf."""
-
-
-def platform_name(devices: list[Any]) -> str:
-    """e.g. '8xTPU_v5p', '1xNVIDIA_H200', '1xcpu'."""
-    kind = devices[0].device_kind if devices[0].platform != "cpu" else "cpu"
-    return f"{chips.chip_count(devices)}x{kind.replace(' ', '_')}"
 
 
 def _log_header(log: mllog_lib.RunLogger, workload: Workload, platform: str) -> None:
@@ -126,7 +119,7 @@ def _run(workload, run, log, mesh, cadence, start_step, source) -> dict:
     c = workload.config
     resumed = start_step is not None
     t_init = time.perf_counter()
-    platform = platform_name(jax.devices())
+    platform = chips.platform_name(jax.devices())
     cleared = False
     if not resumed:
         cleared = bool(c.clear_page_cache) and page_cache.drop()
