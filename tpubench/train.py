@@ -28,6 +28,7 @@ from tpubench import checkpoint, chips, data, page_cache, perf, preemption, regi
 from tpubench import engine as engine_lib
 from tpubench import mesh as mesh_lib
 from tpubench import mllog as mllog_lib
+from tpubench import sharding_report as sharding_lib
 from tpubench.cadence import Cadence, block_first_epoch, epochs_trained
 from tpubench.clock import Clock, Stopwatch, now_unix
 from tpubench.mllog import constants as K
@@ -127,6 +128,7 @@ def _run(workload, run, log, mesh, cadence, start_step, source) -> dict:
         log.start(K.INIT_START)
         _log_header(log, workload, platform)
     eng = engine_lib.create(workload, mesh)
+    sharding_lib.write(run.path, eng)
     compiled = eng.compile(cadence.steps_per_dispatch, synthetic=source == "synthetic",
                            other_sizes=cadence.remainder_sizes(start_step or 0))
     mgr = checkpoint.manager(run.path, keep=c.checkpoint_keep)
@@ -312,6 +314,7 @@ def _summarize(workload, run, status, error, quality, run_s, progress, compiled,
         "quality_history": progress["history"],
         "mlperf_log": str(run.log_path),
         "jax_version": jax.__version__,
+        "sharding_report": str(run.path / sharding_lib.JSON_NAME),
     }
     if jax.process_index() == 0:
         run.write_summary(summary)

@@ -49,12 +49,10 @@ class Workload(abc.ABC):
     Class attributes:
       name: registry name (`tpubench run NAME`).
       mlperf_name: the MLPerf `submission_benchmark` value ("resnet", "bert", ...).
-      configs: names of the config files under `workloads/<name>/configs/`.
     """
 
     name: str = ""
     mlperf_name: str = ""
-    configs: tuple[str, ...] = ("full", "mini", "smoke")
 
     def __init__(self, config: ml_collections.ConfigDict):
         self.config = config
@@ -201,16 +199,11 @@ class Workload(abc.ABC):
         return {"global_batch_size": int(self.config.global_batch_size)}
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
-        """Extra logical-axis rules this workload's annotations need (prepended to the
-        harness defaults in `tpubench.mesh`)."""
+        """(logical name, mesh axis or axes or None) rules for the names only this workload's
+        annotations use, e.g. ResNet's `("conv_out", "tensor")`; they come before the harness's
+        generic `tpubench.mesh.DEFAULT_RULES` ("batch" and the transformer names "vocab",
+        "embed", "mlp", "heads", "kv", "length") and win over them. Every logical name of a
+        param must be mapped by one or the other (None = replicated): the harness refuses an
+        unmapped one. Mesh axes: "data", "fsdp", "tensor" (`tpubench.mesh.AXES`)."""
         return ()
 
-    def describe(self) -> dict[str, Any]:
-        """What `tpubench list` and summaries say about this config."""
-        return {
-            "workload": self.name,
-            "config": self.config.get("config_name", "?"),
-            "dataset": self.config.get("dataset", "?"),
-            "target": dataclasses.asdict(self.target),
-            "mlperf": bool(self.config.get("is_mlperf", False)),
-        }

@@ -19,9 +19,10 @@ import optax
 from flax import linen as nn
 from sklearn.metrics import roc_auc_score
 
+from tpubench import mesh
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.dlrm import input_pipeline
-from workloads.dlrm.model import DLRM
+from workloads.dlrm.model import DLRM, EMBED_ROWS
 
 
 class DLRMWorkload(Workload):
@@ -42,6 +43,10 @@ class DLRMWorkload(Workload):
             rows_multiple=c.embedding_rows_multiple,
             dtype=jnp.dtype(c.dtype),
         )
+
+    def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
+        """Row-sharded embedding tables: their rows over every device (data x fsdp)."""
+        return ((EMBED_ROWS, mesh.BATCH_AXES),)
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         c = self.config

@@ -20,7 +20,6 @@ class ResNetWorkload(Workload):
 
     name = "resnet"
     mlperf_name = "resnet"
-    configs = ("full", "full_sgd", "mini", "smoke")
 
     def model(self) -> model.ResNet:
         m = self.config.model
@@ -32,6 +31,12 @@ class ResNetWorkload(Workload):
             bn_span=int(self.config.model_bn_span),
             dtype=jnp.bfloat16 if self.config.dtype == "bfloat16" else jnp.float32,
         )
+
+    def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
+        """Conv kernels [h, w, in, out] split their output channels over "tensor" (the rest is
+        left to the FSDP rule); the classifier's class dim is replicated."""
+        return (("conv_h", None), ("conv_w", None), ("conv_in", None), ("conv_out", "tensor"),
+                ("classes", None))
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         c = self.config

@@ -309,13 +309,6 @@ class TransformerWorkload(Workload):
             "inputs_segmentation": ones, "targets_segmentation": ones,
         }
 
-    def describe(self) -> dict[str, Any]:
-        """The base description, plus why a closed config runs as open division (if it does)."""
-        out = super().describe()
-        if self.config.get("open_division_reason"):
-            out["open_division_reason"] = self.config.open_division_reason
-        return out
-
     # ---- log ----------------------------------------------------------------------------------
     def mllog_hyperparameters(self) -> dict[str, Any]:
         """Every key closed_transformer.yaml requires exactly once.
