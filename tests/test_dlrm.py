@@ -60,8 +60,10 @@ def test_full_config_top_mlp_reads_the_479_wide_interaction():
 
 
 def test_full_config_row_shards_large_tables_and_replicates_small_ones():
-    boxed = _abstract_params(_workload("full"))
-    specs = nn.logical_to_mesh(nn.get_partition_spec(boxed), mesh_lib.rules())
+    workload = _workload("full")
+    boxed = _abstract_params(workload)
+    specs = nn.logical_to_mesh(nn.get_partition_spec(boxed),
+                               mesh_lib.rules(workload.logical_axis_rules()))
     sharded = {i for i, rows in enumerate(full.CRITEO_1TB_TABLE_SIZES) if rows >= 65536}
     assert sharded == {0, 9, 10, 11, 19, 20, 21, 22}
     for i in range(26):

@@ -79,7 +79,7 @@ def _cmd_run(argv: list[str]) -> int:
     entry.check_workdir(args.results_root if args.workdir is None else args.workdir)
     entry.note_division(cfg)
 
-    from tpubench import distributed, results, train
+    from tpubench import chips, distributed, results, train
 
     distributed.initialize_from_env()  # before any JAX computation; no-op for one process
     workdir = args.workdir
@@ -87,7 +87,7 @@ def _cmd_run(argv: list[str]) -> int:
         import jax
 
         workdir = results.default_workdir(
-            args.results_root, cfg, train.platform_name(jax.devices()))
+            args.results_root, cfg, chips.platform_name(jax.devices()))
     summary = train.train_and_evaluate(cfg, workdir)
     keys = ("workload", "config", "is_mlperf", "status", "final_quality", "time_to_target_s")
     print(json.dumps({k: summary.get(k) for k in keys} | {"workdir": str(workdir)}))

@@ -56,6 +56,7 @@ class JitEngine:
         self._init = steps.boxed_init_fn(workload)
         boxed = jax.eval_shape(self._init, jax.random.PRNGKey(0))
         self.abstract_state = nn.meta.unbox(boxed)
+        self.logical_specs = nn.get_partition_spec(boxed)  # for tpubench.sharding_report
         self.state_shardings = mesh_lib.state_shardings(
             boxed, mesh, self.rules, self.config.fsdp_min_size
         )
@@ -167,6 +168,7 @@ class PmapEngine:
     """
 
     axis = "batch"
+    logical_specs = None  # no logical axes: every leaf is replicated per device
 
     def __init__(self, workload: Workload, mesh: jax.sharding.Mesh | None = None):
         self.workload = workload

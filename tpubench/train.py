@@ -45,6 +45,7 @@ from tpubench import (
 from tpubench import engine as engine_lib
 from tpubench import mesh as mesh_lib
 from tpubench import mllog as mllog_lib
+from tpubench import sharding_report as sharding_lib
 from tpubench.cadence import Cadence, block_first_epoch, epochs_trained
 from tpubench.clock import Clock, Stopwatch, now_unix
 from tpubench.metrics import RunMetrics
@@ -62,12 +63,6 @@ RESUME_KEY = "tpubench_resume"
 
 class Diverged(RuntimeError):
     """The loss became NaN or Inf."""
-
-
-def platform_name(devices: list[Any]) -> str:
-    """e.g. '8xTPU_v5p', '1xNVIDIA_H200', '1xcpu'."""
-    kind = devices[0].device_kind if devices[0].platform != "cpu" else "cpu"
-    return f"{chips.chip_count(devices)}x{kind.replace(' ', '_')}"
 
 
 def _log_header(log: mllog_lib.RunLogger, workload: Workload, platform: str) -> None:
@@ -166,7 +161,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         run.prepare(resumed=start_step is not None)
     log = mllog_lib.RunLogger(run.log_path, enabled=jax.process_index() == 0)
     ctx = RunContext(workload, run, log, mesh, cadence, source,
-                     platform_name(jax.devices()), resumed=start_step is not None)
+                     chips.platform_name(jax.devices()), resumed=start_step is not None)
     try:
         return _run(ctx, start_step or 0)
     finally:
@@ -210,6 +205,7 @@ def _run(ctx: RunContext, step: int) -> dict:
          + (f"; and {len(remainders)} remainder size(s) {list(remainders)}" if remainders else "")
          + ") and the eval step...")
     ctx.engine = engine_lib.create(ctx.workload, ctx.mesh)
+    sharding_lib.write(ctx.run.path, ctx.engine)
     ctx.compiled = ctx.engine.compile(cadence.steps_per_dispatch,
                                       synthetic=ctx.source == "synthetic",
                                       other_sizes=remainders)
@@ -416,6 +412,7 @@ def _summarize(ctx: RunContext, progress: Progress, outcome: Outcome) -> dict:
         "metrics": ctx.metrics.files(),
         "profile": ctx.profiler.files(),
         "jax_version": jax.__version__,
+        "sharding_report": str(ctx.run.path / sharding_lib.JSON_NAME),
     }
     if jax.process_index() == 0:
         ctx.run.write_summary(summary)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +24,7 @@ import ml_collections
 import optax
 from flax import linen as nn
 
+from tpubench import sources
 from tpubench.evaluation import EvalOutput, EvalResults
 
 Batch = dict[str, Any]
@@ -51,15 +52,19 @@ class Workload(abc.ABC):
     Class attributes:
       name: registry name (`tpubench run NAME`).
       mlperf_name: the MLPerf `submission_benchmark` value ("resnet", "bert", ...).
-      configs: names of the config files under `workloads/<name>/configs/`.
+      data_sources: `config.data_source` name -> `tpubench.sources.DataSource` (how to check,
+        read train batches and read eval batches of each real dataset; "synthetic" is the
+        harness's). An unknown name is a `UsageError` listing the known ones, at construction.
     """
 
     name: str = ""
     mlperf_name: str = ""
-    configs: tuple[str, ...] = ("full", "mini", "smoke")
+    data_sources: ClassVar[Mapping[str, sources.DataSource]] = {}
 
     def __init__(self, config: ml_collections.ConfigDict):
         self.config = config
+        if self.data_sources:
+            sources.check_name(self.name, self.data_sources, config.data_source)
 
     # ---- what the benchmark is -------------------------------------------------------------
     @property
@@ -165,7 +170,10 @@ class Workload(abc.ABC):
         return out
 
     # ---- data ------------------------------------------------------------------------------
-    @abc.abstractmethod
+    def data_source(self) -> sources.DataSource:
+        """This config's entry of `data_sources` (`UsageError` listing the known ones)."""
+        return sources.lookup(self.name, self.data_sources, self.config.data_source)
+
     def train_batches(
         self, start_step: int, process_index: int, process_count: int
     ) -> Iterator[Batch]:
@@ -174,13 +182,16 @@ class Workload(abc.ABC):
         Yields numpy dicts of `global_batch_size // process_count` examples. Deterministic in
         (config.seed, step), so that a resumed run sees exactly the batches it would have seen:
         the data position in a checkpoint is just the step. Raises `tpubench.errors.UsageError`
-        (with the command that prepares the data) when the dataset is missing.
+        (with the command that prepares the data) when the dataset is missing. Default: the
+        configured `data_sources` entry's `train_batches`.
         """
+        return self.data_source().train_batches(self, start_step, process_index, process_count)
 
-    @abc.abstractmethod
     def eval_batches(self, process_index: int, process_count: int) -> Iterator[Batch]:
         """Host side: this process's eval batches of `eval_batch_size // process_count`
-        examples, padded with mask 0 so that every batch has the same shape."""
+        examples, padded with mask 0 so that every batch has the same shape. Default: the
+        configured `data_sources` entry's `eval_batches`."""
+        return self.data_source().eval_batches(self, process_index, process_count)
 
     def prepare(self) -> None:
         """Host side, offline: the preprocessing the benchmark's reference does before training
@@ -198,8 +209,11 @@ class Workload(abc.ABC):
         """Host side, before any compute: raise `UsageError` if the configured data is missing.
 
         Must not read the data itself (MLPerf: nothing touches the dataset before run_start).
+        Default: the configured `data_sources` entry's `check` (nothing for "synthetic"); a
+        workload with checks of its own calls `super().check_data()`.
         """
-        return None
+        if self.data_sources and self.config.data_source != sources.SYNTHETIC:
+            self.data_source().check(self)
 
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """A train batch generated on device (the `synthetic` source). Pure.
@@ -227,16 +241,11 @@ class Workload(abc.ABC):
         return {"global_batch_size": int(self.config.global_batch_size)}
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
-        """Extra logical-axis rules this workload's annotations need (prepended to the
-        harness defaults in `tpubench.mesh`)."""
+        """(logical name, mesh axis or axes or None) rules for the names only this workload's
+        annotations use, e.g. ResNet's `("conv_out", "tensor")`; they come before the harness's
+        generic `tpubench.mesh.DEFAULT_RULES` ("batch" and the transformer names "vocab",
+        "embed", "mlp", "heads", "kv", "length") and win over them. Every logical name of a
+        param must be mapped by one or the other (None = replicated): the harness refuses an
+        unmapped one. Mesh axes: "data", "fsdp", "tensor" (`tpubench.mesh.AXES`)."""
         return ()
 
-    def describe(self) -> dict[str, Any]:
-        """What `tpubench list` and summaries say about this config."""
-        return {
-            "workload": self.name,
-            "config": self.config.get("config_name", "?"),
-            "dataset": self.config.get("dataset", "?"),
-            "target": dataclasses.asdict(self.target),
-            "mlperf": bool(self.config.get("is_mlperf", False)),
-        }

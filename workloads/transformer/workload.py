@@ -31,6 +31,7 @@ import sacrebleu
 
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.transformer import decode as decode_lib
 from workloads.transformer import input_pipeline as ip
@@ -58,20 +59,48 @@ def rsqrt_schedule(base: float, emb_dim: int, warmup_steps: int) -> optax.Schedu
     return schedule
 
 
+def _check_multi30k(w: TransformerWorkload) -> None:
+    c = w.config
+    ip.check_multi30k(c.data_dir, (c.source_lang, c.target_lang), ("train", c.eval_split))
+
+
+def _prepared_train(w: TransformerWorkload, start_step: int, process_index: int,
+                    process_count: int) -> Iterator[Batch]:
+    """Prepared packed rows, reshuffled every epoch by (seed, epoch)."""
+    sources, targets, rows = prepared.load_train(w.config)
+    return ip.train_batches(ip.Pairs(sources, targets, []), rows, w.config, start_step,
+                            process_index, process_count)
+
+
+def _prepared_eval(w: TransformerWorkload, process_index: int,
+                   process_count: int) -> Iterator[Batch]:
+    """The whole prepared eval split in fixed-shape batches padded with mask 0."""
+    return ip.eval_batches(w.eval_data()[0], w.config.eval_batch_size, w.eval_input_len,
+                           process_index, process_count)
+
+
+# Both read the data `tpubench prepare transformer` wrote (prepared.py); they differ in the raw
+# corpora that step reads.
+DATA_SOURCES = {
+    "tfds": DataSource(
+        "WMT17 en-de from tensorflow-datasets, prepared once with `tpubench prepare "
+        "transformer --config=...`", _prepared_train, _prepared_eval),
+    "multi30k": DataSource(
+        "the mini: the Multi30k en-de files in config.data_dir, prepared once with `tpubench "
+        "prepare transformer --config=mini`", _prepared_train, _prepared_eval, _check_multi30k),
+}
+
+
 class TransformerWorkload(Workload):
     """Transformer-big on WMT17 En-De (full) or a small Transformer on Multi30k (mini)."""
 
     name = "transformer"
     mlperf_name = "transformer"
+    data_sources = DATA_SOURCES
 
     def __init__(self, config):
         super().__init__(config)
         c = config
-        if c.data_source not in ("synthetic", "tfds", "multi30k"):
-            raise UsageError(
-                f"transformer: unknown data_source {c.data_source!r}; use synthetic, tfds or "
-                "multi30k."
-            )
         if (c.submission_division == "closed" and c.data_source == "tfds"
                 and c.tokenizer == "subword" and not c.get("vocab_file")):
             # A vocabulary built from tfds's copy of the corpora samples other lines than the
@@ -256,17 +285,15 @@ class TransformerWorkload(Workload):
         c = self.config
         if c.data_source == "synthetic":
             return
-        if c.data_source == "multi30k":
-            ip.check_multi30k(c.data_dir, (c.source_lang, c.target_lang), ("train", c.eval_split))
+        self.data_source().check(self)
         prepared.prepare(c, lambda: ip.read_train_corpora(c), lambda: ip.read_eval(c))
 
     def check_data(self) -> None:
-        """Before any compute: the prepared data exists and its eval inputs fit (manifest and
-        paths only: the data itself is read after run_start)."""
+        """Before any compute: the source's files (`DATA_SOURCES`), then the prepared data
+        exists and its eval inputs fit (manifest and paths only: the data itself is read after
+        run_start)."""
         c = self.config
-        if c.data_source == "multi30k":
-            ip.check_multi30k(
-                c.data_dir, (c.source_lang, c.target_lang), ("train", c.eval_split))
+        super().check_data()
         manifest = self.manifest()
         if manifest["vocab_size"] > c.vocab_size:
             raise UsageError(
@@ -290,19 +317,6 @@ class TransformerWorkload(Workload):
             self._host["eval"] = prepared.load_eval(self.config)
         return self._host["eval"]
 
-    def train_batches(
-        self, start_step: int, process_index: int, process_count: int
-    ) -> Iterator[Batch]:
-        """Prepared packed rows, reshuffled every epoch by (seed, epoch)."""
-        sources, targets, rows = prepared.load_train(self.config)
-        return ip.train_batches(ip.Pairs(sources, targets, []), rows, self.config, start_step,
-                                process_index, process_count)
-
-    def eval_batches(self, process_index: int, process_count: int) -> Iterator[Batch]:
-        """The whole eval split in fixed-shape batches padded with mask 0."""
-        return ip.eval_batches(self.eval_data()[0], self.config.eval_batch_size,
-                               self.eval_input_len, process_index, process_count)
-
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """One segment per row of random (non-special) tokens."""
         c = self.config
@@ -316,13 +330,6 @@ class TransformerWorkload(Workload):
             "inputs_position": position, "targets_position": position,
             "inputs_segmentation": ones, "targets_segmentation": ones,
         }
-
-    def describe(self) -> dict[str, Any]:
-        """The base description, plus why a closed config runs as open division (if it does)."""
-        out = super().describe()
-        if self.config.get("open_division_reason"):
-            out["open_division_reason"] = self.config.open_division_reason
-        return out
 
     # ---- log ----------------------------------------------------------------------------------
     def mllog_hyperparameters(self) -> dict[str, Any]:
