@@ -131,7 +131,9 @@ def test_init_says_what_it_is_doing(watched):
     lines = watched["printed"].splitlines()
     assert lines[0].startswith("[resnet/mini] init: mesh {'data': 1, 'fsdp': 1, 'tensor': 1}")
     assert "compiling the train dispatch (K=3 steps; and 1 remainder size(s) [2])" in lines[0]
-    assert lines[1].startswith("[resnet/mini] init: done in ") and "run_start" in lines[1]
+    done = [line for line in lines if line.startswith("[resnet/mini] init: done in ")]
+    assert len(done) == 1 and "run_start" in done[0]
+    assert lines.index(done[0]) < next(i for i, line in enumerate(lines) if " step " in line)
 
 
 def test_progress_round_trips_and_reads_old_checkpoint_dicts(tmp_path):
