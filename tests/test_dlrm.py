@@ -19,7 +19,7 @@ from tpubench import evaluation, mllog, registry, steps, train
 from tpubench import mesh as mesh_lib
 from tpubench.errors import UsageError
 from workloads.dlrm import criteo, flights
-from workloads.dlrm.configs import full
+from workloads.dlrm.configs import full, mini
 from workloads.dlrm.model import dot_interaction
 
 # Reference DLRM for Criteo 1TB at max-ind-range 40M: 26 x 128 embeddings + the two MLPs.
@@ -169,6 +169,22 @@ def test_flights_features_are_schedule_only_and_match_the_config():
     assert data.table_sizes == flights.TABLE_SIZES
     assert 0.2 < data.train.label.mean() < 0.27  # ~24% of flights arrive > 15 min late
     assert (data.train.sparse < np.array(flights.TABLE_SIZES)).all()
+    assert (data.eval.sparse < np.array(flights.TABLE_SIZES)).all()
+
+
+def test_flights_ids_keep_values_seen_min_count_times_in_train_and_map_the_rest_to_0():
+    """Bites: counting over every row instead of the train rows gave "b" (3 + 1 eval) its own
+    id; `>` instead of `>=` MIN_COUNT dropped "c"."""
+    n = flights.MIN_COUNT
+    values = np.array(["c"] * n + ["a"] * (n + 2) + ["b"] * (n - 1) + ["b", "z"])
+    train_rows = np.arange(len(values) - 2)  # the last "b" and the "z" are eval rows
+    ids, rows = flights._frequent_ids(values, train_rows)
+    assert rows == 3  # id 0 (rare or unseen), "a" -> 1, "c" -> 2 (sorted by value)
+    assert ids.tolist() == [2] * n + [1] * (n + 2) + [0] * (n - 1) + [0, 0]
+    # On the real data every table's last id is used, and the rare/unseen id 0 is rare.
+    data = flights.load()
+    assert (data.train.sparse.max(axis=0) == np.array(flights.TABLE_SIZES) - 1).all()
+    assert (data.eval.sparse == 0).mean() < 0.01
 
 
 def test_tfds_and_missing_criteo_data_are_usage_errors(tmp_path):
@@ -267,24 +283,38 @@ def test_full_config_log_fails_only_the_quality_target(tmp_path):
     ]
 
 
-# The step of the eval at which the mini first reaches AUC 0.81, per seed (configs/mini.py).
-# Evals come every half epoch (288 steps of 512); another CPU may land on the neighbouring one.
-MINI_TARGET_STEP = {0: 1728, 1: 1728}
-MINI_EVAL_EVERY = 288
+# The step of the eval at which the mini first reaches its target AUC, per seed
+# (configs/mini.py). Evals come every 144 steps of 512; another CPU may land on the neighbouring
+# eval, hence one eval of slack.
+MINI_TARGET_STEP = {0: 1008, 1: 1152}
+# The strongest logistic regression on the mini's split (dense + one-hot, liblinear C=0.1).
+MINI_LR_BASELINE_AUC = 0.7734
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_mini_reaches_its_auc_target_at_the_measured_step(tmp_path, seed):
-    """A step budget of one eval past the measured step (no wall-clock budget); seed 0 also
-    checks the log with the official compliance checker."""
-    budget = MINI_TARGET_STEP[seed] + MINI_EVAL_EVERY
+    """The target sits above the strongest logistic regression on the same split
+    (benchmarks/baselines.py); a step budget of one eval past the measured step (no wall-clock
+    budget); seed 0 also checks the log with the official compliance checker (every check
+    passes but Criteo's AUC target).
+
+    Bites: lr 2.0 (the previous mini's) instead of 4.0 left seed 0 at AUC 0.766 at step 864,
+    and the run aborted at its budget of 1,152 steps without reaching 0.787."""
+    cfg = config_lib.load("dlrm", "mini")
+    assert cfg.target_value >= MINI_LR_BASELINE_AUC + 0.01
+    every = mini.EVAL_EVERY_STEPS
+    budget = MINI_TARGET_STEP[seed] + every
     summary = _run(tmp_path, "mini", seed=seed, max_train_samples=budget * 512)
     assert summary["status"] == "success", summary["quality_history"]
-    assert summary["final_quality"] >= 0.81
-    assert abs(summary["steps"] - MINI_TARGET_STEP[seed]) <= MINI_EVAL_EVERY, summary["steps"]
-    if seed == 0:
-        assert mllog.check_compliance(summary["mlperf_log"]).valid
+    assert summary["final_quality"] >= cfg.target_value
+    assert abs(summary["steps"] - MINI_TARGET_STEP[seed]) <= every, summary["steps"]
+    if seed == 0:  # the MLPerf checker holds the log to Criteo's AUC target, 0.8025
+        assert mllog.check_compliance(summary["mlperf_log"]).failed_checks() == [
+            "WARNING -  Failed checks for eval_accuracy : v['value'] >= 0.8025 and "
+            "v['value'] < 1.0",
+            "ERROR - FAILED",
+        ]
         written = json.loads((tmp_path / "run" / "summary.json").read_text())
         assert written["status"] == "success"
 
