@@ -6,8 +6,9 @@ XLA compile of the process (the AOT `.lower(...).compile()` of the train blocks 
 the state init, eager ops) first looks in the cache directory; a hit loads the executable instead
 of compiling it, a miss compiles and writes it. What gets shorter is the init (untimed; for a
 resumed run, the re-initialisation on the clock): the cache is read only where compiles happen,
-and nothing compiles between `run_start` and `run_stop` (docs/timing.md). The library API (`train.train_and_evaluate`, the notebook) leaves JAX's settings
-alone: call `compile_cache.enable(cfg)` first to get the same cache there.
+and nothing compiles between `run_start` and `run_stop` (docs/timing.md). The library API
+(`train.train_and_evaluate`, the notebook) leaves JAX's settings alone: call
+`compile_cache.enable(cfg)` first to get the same cache there.
 
 Config keys (`tpubench.config.base_config`):
 
