@@ -79,8 +79,9 @@ def _cmd_run(argv: list[str]) -> int:
     entry.check_workdir(args.results_root if args.workdir is None else args.workdir)
     entry.note_division(cfg)
 
-    from tpubench import chips, distributed, results, train
+    from tpubench import chips, compile_cache, distributed, results, train
 
+    compile_cache.enable(cfg)  # before the first compile (--config.compile_cache=false: off)
     distributed.initialize_from_env()  # before any JAX computation; no-op for one process
     workdir = args.workdir
     if workdir is None:

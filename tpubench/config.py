@@ -60,6 +60,10 @@ def base_config() -> ml_collections.ConfigDict:
     # MLPerf: "You must flush the cache or restart the system prior to benchmarking." Tried when
     # allowed (root); the log's cache_clear says whether it happened.
     c.clear_page_cache = os.environ.get("TPUBENCH_CLEAR_PAGE_CACHE", "1") != "0"
+    # JAX's persistent compilation cache (tpubench/compile_cache.py): a second run of the same
+    # config loads its executables instead of compiling them (untimed init only).
+    c.compile_cache = os.environ.get("TPUBENCH_COMPILE_CACHE", "1") != "0"  # False: none used
+    c.compile_cache_dir = ""  # "" = the default (compile_cache.default_dir)
 
     # Numerics and parallelism (harness features, not workload code).
     c.dtype = "float32"  # compute dtype: float32 | bfloat16

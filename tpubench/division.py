@@ -131,6 +131,11 @@ HARNESS: dict[str, Tunable] = {
         "not a rule of the benchmark: checkpoints change no computed value (their save time is "
         "on the clock)"),
     "checkpoint_keep": Tunable("not a rule of the benchmark: how many checkpoints stay on disk"),
+    "compile_cache": Tunable(
+        f"{RULES}, Run Results: compile is part of the untimed model initialization; the cache "
+        "changes no computed value"),
+    "compile_cache_dir": Tunable(
+        "not a rule of the benchmark: where compiled executables are cached"),
     "max_time_s": Tunable(
         "a budget, not a hyperparameter: a run stopped by it is not converged (status aborted)"),
     "max_train_samples": Tunable(
