@@ -32,22 +32,17 @@ import pathlib
 import sys
 from typing import Any
 
+from tpubench import paths
 from tpubench.errors import UsageError
 
-CACHE_HOME_ENV = "TPUBENCH_CACHE_DIR"
+CACHE_HOME_ENV = paths.CACHE_ENV
 JAX_ENV = "JAX_COMPILATION_CACHE_DIR"
 SUBDIR = "jax_compilation_cache"
 
 
-def cache_home() -> pathlib.Path:
-    """$TPUBENCH_CACHE_DIR, or ~/.cache/tpubench; read at each call (tests point it elsewhere)."""
-    return pathlib.Path(
-        os.environ.get(CACHE_HOME_ENV) or pathlib.Path.home() / ".cache" / "tpubench")
-
-
 def default_dir() -> pathlib.Path:
     """Where the cache lives when the config says nothing: JAX's own variable, else the home's."""
-    return pathlib.Path(os.environ.get(JAX_ENV) or cache_home() / SUBDIR)
+    return pathlib.Path(os.environ.get(JAX_ENV) or paths.cache_dir() / SUBDIR)
 
 
 def _requested(config_or_dir: Any) -> tuple[bool, str]:
