@@ -43,7 +43,7 @@ def test_a_second_run_of_the_same_config_compiles_nothing_new(tmp_path):
             first = _entries(cache)
             names = " ".join(first)
             assert len(first) >= 3, names
-            assert "jit_block-" in names and "jit_eval_step-" in names, names
+            assert "jit_dispatch-" in names and "jit_eval_step-" in names, names
     assert _entries(cache) == first  # same names, same mtimes: nothing compiled and written
 
 
