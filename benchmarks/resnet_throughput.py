@@ -33,18 +33,18 @@ def measure(name: str, overrides: dict, steps_timed: int) -> dict:
     state = eng.init_state(cfg.run.seed)
     jax.block_until_ready(state)
     init_s = time.perf_counter() - t
-    state, m = compiled["train"](state)  # first run (allocations), not timed
+    state, m = compiled.train(state)  # first run (allocations), not timed
     jax.block_until_ready(m)
     times = []
     for _ in range(steps_timed):
         t = time.perf_counter()
-        state, m = compiled["train"](state)
+        state, m = compiled.train(state)
         jax.block_until_ready(m)
         times.append(time.perf_counter() - t)
     step_s = statistics.median(times)
     devices = jax.devices()
     peak = perf.peak_flops(devices, cfg.model.dtype)
-    flops = compiled["flops_per_step"]
+    flops = compiled.flops_per_step
     loss = float(m["last_loss"])
     return {"config": name, "dtype": cfg.model.dtype, "batch": cfg.data.global_batch_size,
             "image": cfg.data.image_size, "device_kind": devices[0].device_kind,

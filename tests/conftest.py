@@ -44,6 +44,11 @@ for _name, _sub in HERMETIC_DIRS.items():
 for _name in ("TPUBENCH_DATA_DIR", "JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE",
               "TPUBENCH_COORDINATOR", "TPUBENCH_NUM_PROCESSES", "TPUBENCH_PROCESS_ID"):
     os.environ.pop(_name, None)
+# JAX's persistent compilation cache (tpubench/compile_cache.py): one for the session, under
+# TPUBENCH_CACHE_DIR above, shared by this process and every child, so an executable compiled by
+# one test is loaded by the next. TPUBENCH_TEST_COMPILE_CACHE=0 runs the session without it.
+COMPILE_CACHE = os.environ.pop("TPUBENCH_TEST_COMPILE_CACHE", "1") != "0"
+os.environ["TPUBENCH_COMPILE_CACHE"] = "1" if COMPILE_CACHE else "0"
 
 import pytest  # noqa: E402
 
@@ -79,6 +84,14 @@ def shared_data_problem(data: pathlib.Path) -> str | None:
     if absent:
         return f"shared data directory {data} lacks (or has empty) {', '.join(absent)}"
     return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_compile_cache() -> pathlib.Path | None:
+    """This process's compiles use the session's cache too (None: the session runs without)."""
+    from tpubench import compile_cache
+
+    return compile_cache.enable(None if COMPILE_CACHE else {"run": {"compile_cache": False}})
 
 
 @pytest.fixture(scope="session")

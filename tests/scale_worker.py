@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -23,6 +24,7 @@ from tpubench import checkpoint, registry, train
 from tpubench import config as config_lib
 from tpubench import engine as engine_lib
 from tpubench import mesh as mesh_lib
+from tpubench.progress import Progress
 
 jax.config.update("jax_threefry_partitionable", True)
 
@@ -94,7 +96,7 @@ def run_strategy(overrides: dict[str, Any], devices: list[Any]) -> dict[str, Any
     with eng.context():
         for batch in batches(STEPS, cfg.data.global_batch_size):
             block = {k: v[None] for k, v in batch.items()}
-            state, metrics = compiled["train"](state, eng.put(block, block=True))
+            state, metrics = compiled.train(state, eng.put(block, stacked=True))
             losses.append(float(np.ravel(metrics["last_loss"])[0]))  # pmap: one per device
     single = eng.for_checkpoint(state)
     return {
@@ -141,11 +143,11 @@ def save(workdir: str) -> dict[str, Any]:
     initial = _flat(jax.device_get(state))
     with eng.context():
         for batch in batches(SAVED_STEPS, cfg.data.global_batch_size):
-            state, _ = compiled["train"](state, eng.put({k: v[None] for k, v in batch.items()},
-                                                        block=True))
-    progress = {"elapsed_s": 1.5, "history": [{"samples": 48, "quality": 0.25}], "attempts": 1}
+            state, _ = compiled.train(state, eng.put({k: v[None] for k, v in batch.items()},
+                                                     stacked=True))
+    progress = Progress(train_s=1.5, history=[{"samples": 48, "quality": 0.25}], attempts=1)
     with checkpoint.manager(workdir) as mgr:
-        checkpoint.save(mgr, SAVED_STEPS, eng.for_checkpoint(state), dict(progress, step=3))
+        checkpoint.save(mgr, SAVED_STEPS, eng.for_checkpoint(state), progress)
     saved = _flat(jax.device_get(state))
     np.savez(f"{workdir}/saved.npz", **saved)
     moved = sorted(k for k in saved if not np.array_equal(saved[k], initial[k]))
@@ -176,7 +178,7 @@ def restore(workdir: str) -> dict[str, Any]:
             or not np.array_equal(saved[k], restored[k])),
         "leaves": _count_groups(restored),
         "step": int(state.step),
-        "progress": progress,
+        "progress": dataclasses.asdict(progress),
     }
 
 
@@ -195,24 +197,29 @@ def dlrm_eval(workdir: str, data_dir: str, eval_samples: str) -> dict[str, Any]:
     """One process of a DLRM smoke run on the Criteo TSV days in `data_dir` (under
     `tpubench launch local`, or alone): join the cluster, train 2 steps, evaluate on the first
     `eval_samples` rows of day 23. Every process records what `eval_finalize` received (the
-    labels and scores it kept) in `workdir/eval_p<index>.npz`."""
+    labels and scores of the real rows) and how many rows, padding included, the harness
+    gathered, in `workdir/eval_p<index>.npz`."""
     from tpubench import distributed
 
     distributed.initialize_from_env()  # before any JAX computation
+    from tpubench import evaluation
     from workloads.dlrm import workload as dlrm
 
-    finalize = dlrm.DLRMWorkload.eval_finalize
+    finalize, accumulate = dlrm.DLRMWorkload.eval_finalize, evaluation.accumulate
     seen: dict[str, np.ndarray] = {}
 
+    def recording_accumulate(outputs):
+        seen["rows"] = np.asarray(sum(len(o.mask) for o in outputs))  # padding included
+        return accumulate(outputs)
+
     def recording_finalize(self, results):
-        keep = np.asarray(results["mask"]) > 0
-        seen.update(label=np.asarray(results["label"])[keep],
-                    score=np.asarray(results["score"])[keep], rows=np.asarray(len(keep)))
+        seen.update(label=results.per_example["label"], score=results.per_example["score"])
         quality = finalize(self, results)
         seen["quality"] = np.asarray(quality)
         return quality
 
     dlrm.DLRMWorkload.eval_finalize = recording_finalize
+    evaluation.accumulate = recording_accumulate
     n = int(eval_samples)
     cfg = config_lib.load("dlrm", "smoke", {
         "data.source": "criteo_tsv", "data.dir": data_dir, "eval.samples": n,

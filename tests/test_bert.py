@@ -13,7 +13,7 @@ import runs
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import mllog, steps, train
+from tpubench import evaluation, mllog, steps, train
 from tpubench.errors import UsageError
 from workloads.bert import input_pipeline, shakespeare
 from workloads.bert.workload import BertWorkload
@@ -348,9 +348,10 @@ def _constant_prediction_params(w, bias):
 
 def test_accuracy_and_loss_on_a_hand_made_batch():
     """Logits fixed to a known vector (argmax = word 7): the training metrics and the eval sums
-    count exactly the used slots of the real examples, and eval_finalize divides them.
-    Bites: eval_step ignoring the example mask (7 correct counted instead of 4); the loss
-    normalised by the slot count (1.889 instead of 2.518)."""
+    (through the harness's masked eval path) count exactly the used slots of the real examples,
+    and eval_finalize divides them.
+    Bites: the harness's mask not applied to [B, slots] sums (7 correct counted instead of 4);
+    the loss normalised by the slot count (1.889 instead of 2.518)."""
     w = BertWorkload(_config("smoke"))
     bias = np.linspace(0.0, 1.0, 64, dtype=np.float32)
     bias[7] = 3.0
@@ -367,12 +368,14 @@ def test_accuracy_and_loss_on_a_hand_made_batch():
     assert float(m["masked_lm_loss"]) == pytest.approx(float(want_loss), rel=1e-5)
     # Eval: the last example is padding (mask 0): 4 correct of 6.
     batch["mask"] = np.array([1, 1, 1, 0], np.float32)
-    sums = jax.device_get(jax.jit(w.eval_step)(params, {}, batch))
-    assert float(sums["masked_lm_correct"]) == 4.0 and float(sums["masked_lm_count"]) == 6.0
-    assert float(sums["examples"]) == 3.0
-    assert float(sums["masked_lm_loss_sum"]) == pytest.approx(
+    out = jax.device_get(jax.jit(evaluation.eval_fn(w))(params, {}, batch))
+    results = evaluation.accumulate([out])
+    sums = results.sums
+    assert sums["masked_lm_correct"] == 4.0 and sums["masked_lm_count"] == 6.0
+    assert results.examples == 3.0 and sums["next_sentence_correct"] <= 3.0
+    assert sums["masked_lm_loss_sum"] == pytest.approx(
         float(-(4 * log_p[7] + log_p[2] + log_p[3])), rel=1e-5)
-    assert w.eval_finalize(sums) == pytest.approx(4 / 6)
+    assert w.eval_finalize(results) == pytest.approx(4 / 6)
 
 
 def test_simple_baselines_on_the_mini_eval_set():
@@ -480,8 +483,9 @@ def _direct_accuracy(w, params, batches) -> float:
 def test_smoke_synthetic_one_train_and_eval_step(tmp_path):
     """One step moves the params, and the reported quality is the checkpoint's accuracy on the
     harness's synthetic eval batches, recomputed here from the logits.
-    The synthetic eval's labels are 0/1 (harness-made), so its accuracy is ~0: the recompute
-    only checks the eval path runs on these params; the moved params are the real check.
+    The synthetic eval batches are the workload's own `synthetic_batch` (random ids over the
+    vocabulary), so the accuracy is ~1/vocab: the recompute checks the eval path runs on these
+    params; the moved params are the real check.
     Bites: a zero learning rate (learning_rate() x 0): no param moves."""
     from tpubench import checkpoint, data
 

@@ -15,11 +15,11 @@ from jax.sharding import PartitionSpec as P
 from sklearn.metrics import roc_auc_score
 
 from tpubench import config as config_lib
+from tpubench import evaluation, mllog, registry, steps, train
 from tpubench import mesh as mesh_lib
-from tpubench import mllog, registry, steps, train
 from tpubench.errors import UsageError
 from workloads.dlrm import criteo, flights
-from workloads.dlrm.configs import full
+from workloads.dlrm.configs import full, mini
 from workloads.dlrm.model import dot_interaction
 
 # Reference DLRM for Criteo 1TB at max-ind-range 40M: 26 x 128 embeddings + the two MLPs.
@@ -60,8 +60,10 @@ def test_full_config_top_mlp_reads_the_479_wide_interaction():
 
 
 def test_full_config_row_shards_large_tables_and_replicates_small_ones():
-    boxed = _abstract_params(_workload("full"))
-    specs = nn.logical_to_mesh(nn.get_partition_spec(boxed), mesh_lib.rules())
+    workload = _workload("full")
+    boxed = _abstract_params(workload)
+    specs = nn.logical_to_mesh(nn.get_partition_spec(boxed),
+                               mesh_lib.rules(workload.logical_axis_rules()))
     sharded = {i for i, rows in enumerate(full.CRITEO_1TB_TABLE_SIZES) if rows >= 65536}
     assert sharded == {0, 9, 10, 11, 19, 20, 21, 22}
     for i in range(26):
@@ -167,6 +169,22 @@ def test_flights_features_are_schedule_only_and_match_the_config():
     assert data.table_sizes == flights.TABLE_SIZES
     assert 0.2 < data.train.label.mean() < 0.27  # ~24% of flights arrive > 15 min late
     assert (data.train.sparse < np.array(flights.TABLE_SIZES)).all()
+    assert (data.eval.sparse < np.array(flights.TABLE_SIZES)).all()
+
+
+def test_flights_ids_keep_values_seen_min_count_times_in_train_and_map_the_rest_to_0():
+    """Bites: counting over every row instead of the train rows gave "b" (3 + 1 eval) its own
+    id; `>` instead of `>=` MIN_COUNT dropped "c"."""
+    n = flights.MIN_COUNT
+    values = np.array(["c"] * n + ["a"] * (n + 2) + ["b"] * (n - 1) + ["b", "z"])
+    train_rows = np.arange(len(values) - 2)  # the last "b" and the "z" are eval rows
+    ids, rows = flights._frequent_ids(values, train_rows)
+    assert rows == 3  # id 0 (rare or unseen), "a" -> 1, "c" -> 2 (sorted by value)
+    assert ids.tolist() == [2] * n + [1] * (n + 2) + [0] * (n - 1) + [0, 0]
+    # On the real data every table's last id is used, and the rare/unseen id 0 is rare.
+    data = flights.load()
+    assert (data.train.sparse.max(axis=0) == np.array(flights.TABLE_SIZES) - 1).all()
+    assert (data.eval.sparse == 0).mean() < 0.01
 
 
 def test_tfds_and_missing_criteo_data_are_usage_errors(tmp_path):
@@ -184,18 +202,26 @@ def _run(tmp_path, name: str, **overrides) -> dict:
 
 
 def test_eval_auc_is_sklearns_on_the_unmasked_examples_only():
-    """Bites: ignoring the mask (the padding example, scored highest with label 0, then counts:
+    """Bites: the harness keeping the padding row (scored highest with label 0, it then counts:
     AUC 0.5) and ranking by 1 - score (AUC 0.25) each failed."""
     w = _workload("smoke")
-    results = {"score": np.array([0.1, 0.4, 0.35, 0.8, 0.99]),
-               "label": np.array([0.0, 0.0, 1.0, 1.0, 0.0]),
-               "mask": np.array([1.0, 1.0, 1.0, 1.0, 0.0])}
+    score = np.array([0.1, 0.4, 0.35, 0.8, 0.99])
+    label = np.array([0.0, 0.0, 1.0, 1.0, 0.0])
+    mask = np.array([1.0, 1.0, 1.0, 1.0, 0.0])
+
+    def batches(label):
+        return [evaluation.BatchEval(sums={}, examples=mask[:3].sum(),
+                                     per_example={"score": score[:3], "label": label[:3]},
+                                     mask=mask[:3]),
+                evaluation.BatchEval(sums={}, examples=mask[3:].sum(),
+                                     per_example={"score": score[3:], "label": label[3:]},
+                                     mask=mask[3:])]
+
     # Positives (0.35, 0.8) vs negatives (0.1, 0.4): 3 of the 4 pairs ranked right.
-    assert w.eval_finalize(results) == pytest.approx(0.75)
-    assert w.eval_finalize(results) == pytest.approx(
-        roc_auc_score(results["label"][:4], results["score"][:4]))
-    one_class = dict(results, label=np.zeros(5))
-    assert math.isnan(w.eval_finalize(one_class))
+    assert evaluation.quality(w, batches(label)) == pytest.approx(0.75)
+    assert evaluation.quality(w, batches(label)) == pytest.approx(
+        roc_auc_score(label[:4], score[:4]))
+    assert math.isnan(evaluation.quality(w, batches(np.zeros(5))))
 
 
 def _hand_auc(workdir, cfg, batches) -> float:
@@ -209,7 +235,7 @@ def _hand_auc(workdir, cfg, batches) -> float:
         keep = np.asarray(b["mask"]) > 0
         logits = w.model().apply({"params": params}, b["dense"], b["sparse"])
         scores.append(np.asarray(logits)[keep])
-        labels.append(np.asarray(b["label"])[keep] >= 0.5)
+        labels.append(np.asarray(b["label"])[keep])
     return roc_auc_score(np.concatenate(labels), np.concatenate(scores))
 
 
@@ -261,24 +287,38 @@ def test_full_config_log_fails_only_the_quality_target(tmp_path):
     ]
 
 
-# The step of the eval at which the mini first reaches AUC 0.81, per seed (configs/mini.py).
-# Evals come every half epoch (288 steps of 512); another CPU may land on the neighbouring one.
-MINI_TARGET_STEP = {0: 1728, 1: 1728}
-MINI_EVAL_EVERY = 288
+# The step of the eval at which the mini first reaches its target AUC, per seed
+# (configs/mini.py). Evals come every 144 steps of 512; another CPU may land on the neighbouring
+# eval, hence one eval of slack.
+MINI_TARGET_STEP = {0: 1008, 1: 1152}
+# The strongest logistic regression on the mini's split (dense + one-hot, liblinear C=0.1).
+MINI_LR_BASELINE_AUC = 0.7734
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_mini_reaches_its_auc_target_at_the_measured_step(tmp_path, seed):
-    """A step budget of one eval past the measured step (no wall-clock budget); seed 0 also
-    checks the log with the official compliance checker."""
-    budget = MINI_TARGET_STEP[seed] + MINI_EVAL_EVERY
+    """The target sits above the strongest logistic regression on the same split
+    (benchmarks/baselines.py); a step budget of one eval past the measured step (no wall-clock
+    budget); seed 0 also checks the log with the official compliance checker (every check
+    passes but Criteo's AUC target).
+
+    Bites: lr 2.0 (the previous mini's) instead of 4.0 left seed 0 at AUC 0.766 at step 864,
+    and the run aborted at its budget of 1,152 steps without reaching 0.787."""
+    cfg = config_lib.load("dlrm", "mini")
+    assert cfg.eval.target_value >= MINI_LR_BASELINE_AUC + 0.01
+    every = mini.EVAL_EVERY_STEPS
+    budget = MINI_TARGET_STEP[seed] + every
     summary = _run(tmp_path, "mini", **{"run.seed": seed, "run.max_train_samples": budget * 512})
     assert summary["status"] == "success", summary["quality_history"]
-    assert summary["final_quality"] >= 0.81
-    assert abs(summary["steps"] - MINI_TARGET_STEP[seed]) <= MINI_EVAL_EVERY, summary["steps"]
-    if seed == 0:
-        assert mllog.check_compliance(summary["mlperf_log"]).valid
+    assert summary["final_quality"] >= cfg.eval.target_value
+    assert abs(summary["steps"] - MINI_TARGET_STEP[seed]) <= every, summary["steps"]
+    if seed == 0:  # the MLPerf checker holds the log to Criteo's AUC target, 0.8025
+        assert mllog.check_compliance(summary["mlperf_log"]).failed_checks() == [
+            "WARNING -  Failed checks for eval_accuracy : v['value'] >= 0.8025 and "
+            "v['value'] < 1.0",
+            "ERROR - FAILED",
+        ]
         written = json.loads((tmp_path / "run" / "summary.json").read_text())
         assert written["status"] == "success"
 
@@ -295,14 +335,14 @@ cfg = config_lib.load("dlrm", "smoke", {
 w = registry.create(cfg)
 eng = engine.JitEngine(w, mesh_lib.build_mesh(cfg))
 specs = {k: str(v.spec) for k, v in eng.state_shardings.params.items() if k.startswith("emb")}
-train = eng.compile(1, synthetic=False)["train"]
+train = eng.compile(1, synthetic=False).train
 state = eng.init_state(cfg.run.seed)
 tables = lambda s: {k: np.asarray(jax.device_get(s.params[k])).tolist()
                     for k in ("embedding_0", "embedding_1")}
 initial, losses, batches = tables(state), [], w.train_batches(0, 0, 1)
 for _ in range(steps):
     block = {k: v[None] for k, v in next(batches).items()}
-    state, metrics = train(state, eng.put(block, block=True))
+    state, metrics = train(state, eng.put(block, stacked=True))
     losses.append(float(metrics["last_loss"]))
 print(json.dumps({"devices": jax.device_count(), "specs": specs, "losses": losses,
                   "initial": initial, "final": tables(state)}))

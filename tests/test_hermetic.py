@@ -54,20 +54,37 @@ def test_shared_data_needs_every_folder_the_tests_read(tmp_path):
 
 
 def test_user_level_paths_point_into_the_session_dir(hermetic_dir):
-    """tpubench's cache (perf.py's CPU peak, the tokenizer cache), XDG, matplotlib and tfds write
-    into this session's directory, here and in child processes; nothing under ~/.cache/tpubench.
-    Bites: conftest using setdefault (a user's own value would win)."""
-    from tpubench import perf
+    """tpubench's cache (`paths.cache_dir()`: the CPU peak, prepared data), XDG, matplotlib and
+    tfds write into this session's directory, here and in child processes; nothing under
+    ~/.cache/tpubench. Bites: conftest using setdefault (a user's own value would win)."""
+    from tpubench import paths
 
-    assert perf.cache_dir() == hermetic_dir / "tpubench_cache"
+    assert paths.cache_dir() == hermetic_dir / "tpubench_cache"
     for name, sub in conftest.HERMETIC_DIRS.items():
         assert pathlib.Path(os.environ[name]) == hermetic_dir / sub
     child = subprocess.run(
-        [sys.executable, "-c", "from tpubench import perf; print(perf.cache_dir())"],
+        [sys.executable, "-c", "from tpubench import paths; print(paths.cache_dir())"],
         capture_output=True, text=True, check=True, cwd=conftest.REPO)
     assert child.stdout.strip() == str(hermetic_dir / "tpubench_cache")
     assert "JAX_COMPILATION_CACHE_DIR" not in os.environ
     assert "TPUBENCH_DATA_DIR" not in os.environ
+
+
+def test_cache_dir_is_the_variable_else_the_user_cache(monkeypatch, tmp_path):
+    """One home for tpubench's cache: $TPUBENCH_CACHE_DIR, read at each call; unset or empty, the
+    user's ~/.cache/tpubench. Bites: `environ.get(name, default)` (an empty value would give the
+    current directory), or reading the variable once at import."""
+    from tpubench import paths
+
+    monkeypatch.setenv("TPUBENCH_CACHE_DIR", str(tmp_path / "c"))
+    assert paths.cache_dir() == tmp_path / "c"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for value in ("", None):
+        if value is None:
+            monkeypatch.delenv("TPUBENCH_CACHE_DIR")
+        else:
+            monkeypatch.setenv("TPUBENCH_CACHE_DIR", value)
+        assert paths.cache_dir() == tmp_path / "home" / ".cache" / "tpubench"
 
 
 def test_the_users_own_cache_settings_do_not_leak_in(tmp_path):

@@ -52,6 +52,14 @@ def test_tpu_v3_peak_is_per_core_and_chips_are_counted_once():
     assert chips.chip_count(devices("TPU v4", 4)) == 4
 
 
+def test_platform_name_counts_chips_not_devices():
+    """Summaries and `submission_platform` name chips x kind. Bites: counting devices (a v3-8
+    host's 8 TensorCores would read '8xTPU_v3') or not replacing spaces."""
+    assert chips.platform_name(devices("TPU v3", 8)) == "4xTPU_v3"
+    assert chips.platform_name(devices("NVIDIA H200", 1, "gpu")) == "1xNVIDIA_H200"
+    assert chips.platform_name(devices("cpu", 2, "cpu")) == "2xcpu"
+
+
 @pytest.mark.parametrize("kind", ["TPU v5", "TPU v5p"])
 def test_tpu_v5p_float32_runs_in_bf16_passes(kind):
     """On TPU a float32 matmul is 1 bf16 MXU pass by default, 3 at "high", 6 at "highest".

@@ -12,7 +12,7 @@ import pytest
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import mllog, registry, steps, train
+from tpubench import evaluation, mllog, registry, steps, train
 from tpubench.errors import UsageError
 from workloads.transformer import decode, download_multi30k, prepared
 from workloads.transformer import input_pipeline as ip
@@ -52,9 +52,10 @@ def _prepared(name, **overrides):
 
 
 def _one_train_and_eval_step(workload):
-    """One jitted optimizer step on the first real batch, then one eval batch through
-    eval_step and eval_finalize; returns (loss before, loss after, bleu, batch, gathered eval
-    results, (trained params, first eval batch))."""
+    """One jitted optimizer step on the first real batch, then the eval batches through the
+    harness's eval path (masked eval_step, accumulate, eval_finalize); returns (loss before,
+    loss after, bleu, batch, the real rows' per-example outputs, (trained params, first eval
+    batch))."""
     params, model_state = workload.init(jax.random.PRNGKey(0))
     params = nn.meta.unbox(params)
     tx = workload.optimizer()
@@ -70,16 +71,12 @@ def _one_train_and_eval_step(workload):
 
     new_params, loss0 = step(params, opt_state)
     _, loss1 = step(new_params, opt_state)
-    eval_step = jax.jit(workload.eval_step)
-    results = {"decoded": [], "example_id": [], "mask": []}
-    for eb in workload.eval_batches(0, 1):
-        out = eval_step(new_params, model_state, eb)
-        results["decoded"].append(np.asarray(out["decoded"]))
-        results["example_id"].append(np.asarray(out["example_id"]))
-        results["mask"].append(eb["mask"])
-    results = {k: np.concatenate(v) for k, v in results.items()}
+    eval_step = jax.jit(evaluation.eval_fn(workload))
+    outputs = jax.device_get([eval_step(new_params, model_state, eb)
+                              for eb in workload.eval_batches(0, 1)])
+    results = evaluation.accumulate(outputs).per_example
     first = next(workload.eval_batches(0, 1))
-    return (float(loss0), float(loss1), workload.eval_finalize(results), batch, results,
+    return (float(loss0), float(loss1), evaluation.quality(workload, outputs), batch, results,
             (new_params, first))
 
 
@@ -372,11 +369,15 @@ def test_eval_finalize_scores_translations_in_example_order(mini_workload):
     for i, t in enumerate(targets):
         decoded[i, : len(t)] = t
     perm = np.random.default_rng(0).permutation(n + 3)  # 3 padding rows, shuffled in
-    results = {"decoded": decoded[perm], "example_id": np.minimum(perm, n - 1),
-               "mask": (perm < n).astype(np.float32)}
-    assert workload.eval_finalize(results) > 0.99
-    results["decoded"] = np.roll(results["decoded"], 1, axis=0)  # misaligned translations
-    assert workload.eval_finalize(results) < 0.1
+
+    def outputs(rows):
+        return [evaluation.BatchEval(
+            sums={}, examples=(perm < n).sum(), mask=(perm < n).astype(np.float32),
+            per_example={"decoded": rows, "example_id": np.minimum(perm, n - 1)})]
+
+    assert evaluation.quality(workload, outputs(decoded[perm])) > 0.99
+    misaligned = np.roll(decoded[perm], 1, axis=0)
+    assert evaluation.quality(workload, outputs(misaligned)) < 0.1
 
 
 # ---- the reference's subword vocabulary ----------------------------------------------------------
@@ -454,16 +455,17 @@ def test_smoke_multi30k_train_and_eval_step(shared_data_dir, cache_dir):
     loss0, loss1, bleu, batch, results, (params, first) = _one_train_and_eval_step(workload)
     assert batch["inputs"].shape == (4, 160) and batch["targets_segmentation"].max() >= 2
     assert np.isfinite(loss0) and loss1 < loss0
-    keep = results["mask"] > 0
-    assert sorted(results["example_id"][keep].tolist()) == list(range(1000))
+    assert sorted(results["example_id"].tolist()) == list(range(1000))
     _, refs = workload.eval_data()
-    order = np.argsort(results["example_id"][keep])
-    hyps = workload.tokenizer().decode(results["decoded"][keep][order])
+    order = np.argsort(results["example_id"])
+    hyps = workload.tokenizer().decode(results["decoded"][order])
     assert bleu == corpus_bleu(hyps, refs)
     flipped = {k: v[::-1].copy() for k, v in first.items()}
     again = jax.jit(workload.eval_step)(params, {}, flipped)
-    np.testing.assert_array_equal(np.asarray(again["decoded"])[::-1],
-                                  results["decoded"][: len(first["mask"])])
+    real = int(first["mask"].sum())  # the first batch is whole: its rows lead `results`
+    assert real == len(first["mask"])
+    np.testing.assert_array_equal(np.asarray(again.per_example["decoded"])[::-1],
+                                  results["decoded"][:real])
 
 
 def test_full_pipeline_prepares_and_trains_on_tfds_mock_data(cache_dir):
@@ -495,7 +497,7 @@ def test_full_pipeline_prepares_and_trains_on_tfds_mock_data(cache_dir):
     assert workload.eval_input_len == manifest["max_eval_source_len"]
     assert batch["inputs"].shape == (4, 48)
     assert np.isfinite(loss0) and loss1 < loss0
-    assert sorted(results["example_id"][results["mask"] > 0].tolist()) == list(range(40))
+    assert sorted(results["example_id"].tolist()) == list(range(40))
 
 
 def test_full_config_with_the_reference_vocab_file_stays_closed(tmp_path):

@@ -15,6 +15,7 @@ import jax
 import orbax.checkpoint as ocp
 
 from tpubench import mesh as mesh_lib
+from tpubench.progress import Progress
 
 CHECKPOINT_DIR = "checkpoints"
 
@@ -42,12 +43,13 @@ def has_checkpoint(workdir: str | os.PathLike) -> bool:
     return latest_step(workdir) is not None
 
 
-def save(mgr: ocp.CheckpointManager, step: int, state: Any, progress: dict[str, Any]) -> None:
+def save(mgr: ocp.CheckpointManager, step: int, state: Any, progress: Progress) -> None:
     """Save and wait until it is on disk (we only save at preemption, evals and the end)."""
     mgr.save(
         step,
         args=ocp.args.Composite(
-            state=ocp.args.StandardSave(state), progress=ocp.args.JsonSave(progress)
+            state=ocp.args.StandardSave(state),
+            progress=ocp.args.JsonSave(progress.to_json(step)),
         ),
         force=True,
     )
@@ -56,8 +58,9 @@ def save(mgr: ocp.CheckpointManager, step: int, state: Any, progress: dict[str, 
 
 def restore(
     mgr: ocp.CheckpointManager, abstract_state: Any, shardings: Any, step: int | None = None
-) -> tuple[Any, dict[str, Any]]:
-    """(state, progress) of the latest (or given) step, placed with `shardings`."""
+) -> tuple[Any, Progress]:
+    """(state, progress) of the latest (or given) step, placed with `shardings`. Progress saved
+    by earlier versions as a plain dict with the same keys restores too."""
     step = mgr.latest_step() if step is None else step
     target = mesh_lib.with_shardings(abstract_state, shardings)
     restored = mgr.restore(
@@ -66,7 +69,7 @@ def restore(
             state=ocp.args.StandardRestore(target), progress=ocp.args.JsonRestore()
         ),
     )
-    return restored["state"], dict(restored["progress"])
+    return restored["state"], Progress.from_json(dict(restored["progress"]))
 
 
 def restore_variables(workdir: str | os.PathLike, workload: Any) -> tuple[Any, Any]:

@@ -141,3 +141,10 @@ def chip_count(devices: list[Any]) -> int:
         return len(devices)
     chip = chip_for_device_kind(devices[0].device_kind)
     return math.ceil(len(devices) / (chip.devices_per_chip if chip else 1))
+
+
+def platform_name(devices: list[Any]) -> str:
+    """The platform as run summaries and MLPerf `submission_platform` name it: chips x kind, e.g.
+    '8xTPU_v5p' (16 devices of a v3: '8xTPU_v3'), '1xNVIDIA_H200', '1xcpu'."""
+    kind = devices[0].device_kind if devices[0].platform != "cpu" else "cpu"
+    return f"{chip_count(devices)}x{kind.replace(' ', '_')}"

@@ -102,13 +102,14 @@ def _cmd_run(argv: list[str]) -> int:
     entry.check_workdir(results_root if workdir is None else workdir)
     entry.note_division(cfg)
 
-    from tpubench import distributed, results, train
+    from tpubench import chips, compile_cache, distributed, results, train
 
+    compile_cache.enable(cfg)  # before the first compile (--config.run.compile_cache=false: off)
     distributed.initialize_from_env()  # before any JAX computation; no-op for one process
     if workdir is None:
         import jax
 
-        workdir = results.default_workdir(results_root, cfg, train.platform_name(jax.devices()))
+        workdir = results.default_workdir(results_root, cfg, chips.platform_name(jax.devices()))
     summary = train.train_and_evaluate(cfg, workdir)
     keys = ("workload", "config", "is_mlperf", "status", "final_quality", "time_to_target_s")
     print(json.dumps({k: summary.get(k) for k in keys} | {"workdir": str(workdir)}))

@@ -108,10 +108,18 @@ def base_config() -> ml_collections.ConfigDict:
     # MLPerf: "You must flush the cache or restart the system prior to benchmarking." Tried when
     # allowed (root); the log's cache_clear says whether it happened.
     c.run.clear_page_cache = os.environ.get("TPUBENCH_CLEAR_PAGE_CACHE", "1") != "0"
+    # JAX's persistent compilation cache (tpubench/compile_cache.py): a second run of the same
+    # config loads its executables instead of compiling them (untimed init only).
+    c.run.compile_cache = os.environ.get("TPUBENCH_COMPILE_CACHE", "1") != "0"  # False: none used
+    c.run.compile_cache_dir = ""  # "" = the default (compile_cache.default_dir)
     c.run.parallelism = "jit"  # "jit" (NamedSharding over the mesh) or "pmap" (data parallel)
     c.run.mesh = ml_collections.ConfigDict({"data": -1, "fsdp": 1, "tensor": 1})
     c.run.dcn_mesh = ml_collections.ConfigDict({"data": 1, "fsdp": 1, "tensor": 1})
     c.run.fsdp_min_size = 2**14  # params smaller than this stay replicated under FSDP
+    # Watching a run: metrics.jsonl + TensorBoard files in the workdir (process 0, always on).
+    # profile_steps=N: a jax.profiler trace of the N steps after the first dispatch (warm-up),
+    # into <workdir>/profile. The trace runs on the clock, so a profiled run is open division.
+    c.run.profile_steps = 0
     # Checkpoints (orbax). Preemption (SIGTERM) always saves.
     c.run.checkpoint_every_evals = 0  # 0 = only on preemption and at the end of the run
     c.run.checkpoint_keep = 2

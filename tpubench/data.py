@@ -11,9 +11,10 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
+import jax
 import numpy as np
 
 from tpubench.errors import UsageError
@@ -152,20 +153,40 @@ def in_memory_eval_batches(
 
 
 def synthetic_eval_batches(
-    workload: Workload, num_batches: int, process_count: int
+    workload: Workload, num_batches: int, process_count: int, process_index: int = 0
 ) -> Iterator[Batch]:
-    """Host-side random eval batches of the right shapes (the synthetic source measures speed,
-    not quality, so its eval numbers are meaningless by design)."""
+    """This process's eval batches of the synthetic source: the workload's own
+    `synthetic_eval_batch` (deterministic in config.run.seed, the batch and the process), made on
+    the host's CPU device, plus an all-ones mask. Synthetic data measures speed, not quality."""
     bs = workload.config.eval.batch_size // process_count
-    rng = np.random.default_rng(workload.config.run.seed)
-    spec = workload.batch_spec(bs, train=False)
-    classes = max(int(workload.config.model.get("num_classes", 2)), 2)
-    for _ in range(num_batches):
-        batch: dict[str, Any] = {}
-        for k, s in spec.items():
-            if np.issubdtype(s.dtype, np.integer):
-                batch[k] = rng.integers(0, classes, s.shape).astype(s.dtype)
-            else:
-                batch[k] = rng.random(s.shape, dtype=np.float32).astype(s.dtype)
+    make = _synthetic_eval_fns.get(workload)
+    if make is None:
+        owner = weakref.ref(workload)  # the cache must not keep its key alive
+
+        def generate(seed, index, batch_size):
+            # The key is made while tracing: no eager op (and no compile) per batch.
+            key = jax.random.fold_in(jax.random.PRNGKey(seed), index)
+            return owner().synthetic_eval_batch(key, batch_size)
+
+        make = _synthetic_eval_fns[workload] = jax.jit(generate, static_argnums=2)
+    seed = np.int32(workload.config.run.seed)
+    for i in range(num_batches):
+        # Outside the run's mesh, on the CPU backend when there is one (a small host-side
+        # job); the contexts are left before the batch is handed on.
+        with jax.set_mesh(None), jax.default_device(_host_device()):
+            batch = jax.device_get(make(seed, np.int32(i * process_count + process_index), bs))
         batch["mask"] = np.ones((bs,), np.float32)
         yield batch
+
+
+# Workload -> its jitted synthetic eval batch maker (compiled once, not at every eval).
+_synthetic_eval_fns: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _host_device() -> jax.Device:
+    """The first CPU device (JAX starts the CPU backend next to an accelerator's), or, if the
+    platforms were restricted, the first local device."""
+    try:
+        return jax.local_devices(backend="cpu")[0]
+    except RuntimeError:
+        return jax.local_devices()[0]

@@ -135,10 +135,21 @@ HARNESS: dict[str, Tunable] = {
         "on the clock)"),
     "run.checkpoint_keep": Tunable(
         "not a rule of the benchmark: how many checkpoints stay on disk"),
+    "run.compile_cache": Tunable(
+        f"{RULES}, Run Results: compile is part of the untimed model initialization; the cache "
+        "changes no computed value"),
+    "run.compile_cache_dir": Tunable(
+        "not a rule of the benchmark: where compiled executables are cached"),
     "run.max_time_s": Tunable(
         "a budget, not a hyperparameter: a run stopped by it is not converged (status aborted)"),
     "run.max_train_samples": Tunable(
         "a budget, not a hyperparameter: a run stopped by it is not converged (status aborted)"),
+    "run.profile_steps": Tunable(
+        "not a rule of the benchmark, but a trace is not part of the benchmark's work",
+        lambda c: None if not _get(c, "run.profile_steps") else (
+            f"run.profile_steps={_get(c, 'run.profile_steps')!r}: a jax.profiler trace runs "
+            "inside the timed region (its overhead is on the clock), so a profiled run is not an "
+            "MLPerf result")),
     "submission.org": Tunable(f"{RULES}: log metadata (submission_org)"),
     "submission.platform": Tunable(f"{RULES}: log metadata (submission_platform)"),
     "submission.status": Tunable(

@@ -10,10 +10,11 @@ methods, so the training loop does not know which one it drives.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import jax_utils
 from flax import linen as nn
@@ -21,9 +22,28 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpubench import evaluation, perf, steps
 from tpubench import mesh as mesh_lib
-from tpubench import perf, steps
 from tpubench.workload import Batch, Workload
+
+
+@dataclasses.dataclass(frozen=True)
+class Compiled:
+    """What an engine compiles before the clock starts.
+
+    `train` runs one dispatch of `steps_per_dispatch` (K) steps; `train_by_size` holds one
+    executable per other dispatch size the run needs (the remainders of eval intervals);
+    `eval` is the eval step; `flops_per_step` is one train step's FLOP count (for MFU)."""
+
+    train: Any
+    train_by_size: Mapping[int, Any]
+    eval: Any
+    flops_per_step: float
+    steps_per_dispatch: int
+
+    def dispatch(self, size: int) -> Any:
+        """The executable for a dispatch of `size` steps (compiled before run_start)."""
+        return self.train if size == self.steps_per_dispatch else self.train_by_size[size]
 
 
 class JitEngine:
@@ -37,11 +57,12 @@ class JitEngine:
         self._init = steps.boxed_init_fn(workload)
         boxed = jax.eval_shape(self._init, jax.random.PRNGKey(0))
         self.abstract_state = nn.meta.unbox(boxed)
+        self.logical_specs = nn.get_partition_spec(boxed)  # for tpubench.sharding_report
         self.state_shardings = mesh_lib.state_shardings(
             boxed, mesh, self.rules, self.config.run.fsdp_min_size
         )
         self.batch_sharding = mesh_lib.batch_sharding(mesh)
-        self.block_sharding = mesh_lib.batch_sharding(mesh, leading_dims=1)
+        self.stacked_sharding = mesh_lib.batch_sharding(mesh, leading_dims=1)
         self.replicated = NamedSharding(mesh, P())
         self._gather = None
 
@@ -66,63 +87,66 @@ class JitEngine:
 
     def compile(
         self, steps_per_dispatch: int, synthetic: bool, other_sizes: tuple[int, ...] = ()
-    ) -> dict[str, Any]:
-        """AOT-compile the K-step train block, a block of each of `other_sizes` steps (the
-        remainders of eval intervals), and the eval step; returns executables and FLOPs/step."""
+    ) -> Compiled:
+        """AOT-compile the K-step train dispatch, a dispatch of each of `other_sizes` steps (the
+        remainders of eval intervals), and the eval step."""
         gbs, ebs = self.config.data.global_batch_size, self.config.eval.batch_size
         state_in = mesh_lib.with_shardings(self.abstract_state, self.state_shardings)
         train_step = steps.make_train_step(self.workload)
         batch_in = self._abstract_batch(gbs, True, self.batch_sharding)
         with self.context():
             flops = perf.flops_of(jax.jit(train_step).lower(state_in, batch_in))
-            train = self._compile_block(train_step, steps_per_dispatch, synthetic, state_in)
-            by_size = {k: self._compile_block(train_step, k, synthetic, state_in)
+            train = self._compile_dispatch(train_step, steps_per_dispatch, synthetic, state_in)
+            by_size = {k: self._compile_dispatch(train_step, k, synthetic, state_in)
                        for k in other_sizes if k != steps_per_dispatch}
             eval_in = self._abstract_batch(ebs, False, self.batch_sharding)
             evaluate = jax.jit(steps.make_eval_step(self.workload)).lower(
                 state_in, eval_in).compile()
             self._gather = self._compile_gather(evaluate)
-        return {"train": train, "train_by_size": by_size, "eval": evaluate,
-                "flops_per_step": flops}
+        return Compiled(train, by_size, evaluate, flops, steps_per_dispatch)
 
-    def _compile_block(self, train_step, k: int, synthetic: bool, state_in):
+    def _compile_dispatch(self, train_step, k: int, synthetic: bool, state_in):
         gbs = self.config.data.global_batch_size
         if synthetic:
             constrain = lambda b: jax.lax.with_sharding_constraint(b, self.batch_sharding)
-            block = steps.make_synthetic_block(
+            fn = steps.make_synthetic_dispatch(
                 train_step, self.workload, k, gbs, constrain, self.config.run.scan_unroll)
             args = (state_in,)
         else:
-            block = steps.make_block(train_step, self.config.run.scan_unroll)
-            args = (state_in, self._abstract_batch(gbs, True, self.block_sharding, (k,)))
+            fn = steps.make_dispatch(train_step, self.config.run.scan_unroll)
+            args = (state_in, self._abstract_batch(gbs, True, self.stacked_sharding, (k,)))
         return jax.jit(
-            block, out_shardings=(self.state_shardings, self.replicated), donate_argnums=0,
+            fn, out_shardings=(self.state_shardings, self.replicated), donate_argnums=0,
         ).lower(*args).compile()
 
     def _compile_gather(self, evaluate):
-        """Multi-process: a compiled all-gather of the per-example eval outputs, so that reading
-        them on the clock compiles nothing. None when every output is addressable here."""
+        """Multi-process: a compiled all-gather of the per-example eval outputs and their mask,
+        so that reading them on the clock compiles nothing. None when every output is
+        addressable here (one process) or there is none."""
         if jax.process_count() == 1:
             return None
         shapes, shardings = evaluate.out_info, evaluate.output_shardings
-        per_example = {k: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=shardings[k])
-                       for k, s in shapes.items() if len(s.shape) > 0}
-        if not per_example:
+        if not shapes.per_example:
             return None
-        return jax.jit(lambda t: t, out_shardings=self.replicated).lower(per_example).compile()
+        rows = jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
+                            (shapes.per_example, shapes.mask),
+                            (shardings.per_example, shardings.mask))
+        return jax.jit(lambda t: t, out_shardings=self.replicated).lower(rows).compile()
 
-    def eval_to_host(self, outputs: list[dict[str, jax.Array]]) -> dict[str, np.ndarray]:
-        """The eval outputs of every batch, on the host: scalar sums added (float64), per-example
-        arrays concatenated over batches and processes. Compiles nothing (the multi-process
-        all-gather is compiled with the eval step)."""
+    def eval_to_host(self, outputs: list[evaluation.BatchEval]) -> list[evaluation.BatchEval]:
+        """Every batch's masked eval outputs as numpy, per-example rows of every process
+        included. Compiles nothing (the multi-process all-gather is compiled with the eval
+        step)."""
         if self._gather is not None:
-            outputs = [dict(o, **self._gather({k: v for k, v in o.items() if v.ndim}))
-                       for o in outputs]
-        return merge_eval_outputs(jax.device_get(outputs))
+            gathered = [self._gather((o.per_example, o.mask)) for o in outputs]
+            outputs = [o.replace(per_example=p, mask=m) for o, (p, m) in zip(
+                outputs, gathered, strict=True)]
+        return jax.device_get(outputs)
 
-    def put(self, host_batch: Batch, block: bool) -> Batch:
-        """This process's numpy slice(s) -> global sharded arrays. `block`: [K, B_local, ...]."""
-        sharding = self.block_sharding if block else self.batch_sharding
+    def put(self, host_batch: Batch, stacked: bool) -> Batch:
+        """This process's numpy slice(s) -> global sharded arrays. `stacked`: the batches of a
+        K-step dispatch, [K, B_local, ...]; otherwise one batch, [B_local, ...]."""
+        sharding = self.stacked_sharding if stacked else self.batch_sharding
         return {
             k: jax.make_array_from_process_local_data(sharding, np.asarray(v))
             for k, v in host_batch.items()
@@ -145,6 +169,7 @@ class PmapEngine:
     """
 
     axis = "batch"
+    logical_specs = None  # no logical axes: every leaf is replicated per device
 
     def __init__(self, workload: Workload, mesh: jax.sharding.Mesh | None = None):
         self.workload = workload
@@ -172,8 +197,9 @@ class PmapEngine:
 
     def compile(
         self, steps_per_dispatch: int, synthetic: bool, other_sizes: tuple[int, ...] = ()
-    ) -> dict[str, Any]:
-        """pmap-compile the block(s) and eval step (by lowering on abstract per-device shapes)."""
+    ) -> Compiled:
+        """pmap-compile the train dispatch(es) and eval step (by lowering on abstract per-device
+        shapes)."""
         gbs, ebs = self.config.data.global_batch_size, self.config.eval.batch_size
         if gbs % self.n or ebs % self.n:
             from tpubench.errors import UsageError
@@ -189,61 +215,57 @@ class PmapEngine:
                 self.abstract_state, self._spec(gbs, True, ())
             )
         )
-        if synthetic:
-            block = steps.make_synthetic_block(
-                train_step, self.workload, steps_per_dispatch, gbs // self.n,
-                unroll=self.config.run.scan_unroll,
-            )
-        else:
-            block = steps.make_block(train_step, self.config.run.scan_unroll)
         eval_step = steps.make_eval_step(self.workload)
 
         def eval_fn(state, batch):
-            out = eval_step(state, batch)
-            return {k: lax.psum(v, self.axis) if jnp.ndim(v) == 0 else v for k, v in out.items()}
+            out = eval_step(state, batch)  # only the masked sums are reduced over devices
+            return out.replace(sums=lax.psum(out.sums, self.axis),
+                               examples=lax.psum(out.examples, self.axis))
 
         state_in = jax.tree.map(
             lambda a: jax.ShapeDtypeStruct((self.n,) + a.shape, a.dtype), self.abstract_state
         )
-        pmapped = jax.pmap(block, axis_name=self.axis, donate_argnums=0, devices=self.devices)
-        args = (state_in,) if synthetic else (
-            state_in, self._spec(gbs // self.n, True, (self.n, steps_per_dispatch)))
-        train = pmapped.lower(*args).compile()
+
+        def compile_dispatch(k: int):
+            if synthetic:
+                fn = steps.make_synthetic_dispatch(
+                    train_step, self.workload, k, gbs // self.n, unroll=self.config.run.scan_unroll)
+                args = (state_in,)
+            else:
+                fn = steps.make_dispatch(train_step, self.config.run.scan_unroll)
+                args = (state_in, self._spec(gbs // self.n, True, (self.n, k)))
+            return jax.pmap(fn, axis_name=self.axis, donate_argnums=0,
+                            devices=self.devices).lower(*args).compile()
+
+        train = compile_dispatch(steps_per_dispatch)
         evaluate = jax.pmap(eval_fn, axis_name=self.axis, devices=self.devices).lower(
             state_in, self._spec(ebs // self.n, False, (self.n,))).compile()
-        by_size = {}
-        for k in other_sizes:
-            if k == steps_per_dispatch:
-                continue
-            block_k = steps.make_synthetic_block(
-                train_step, self.workload, k, gbs // self.n, unroll=self.config.run.scan_unroll,
-            ) if synthetic else block
-            args_k = (state_in,) if synthetic else (
-                state_in, self._spec(gbs // self.n, True, (self.n, k)))
-            by_size[k] = jax.pmap(block_k, axis_name=self.axis, donate_argnums=0,
-                                  devices=self.devices).lower(*args_k).compile()
+        by_size = {k: compile_dispatch(k) for k in other_sizes if k != steps_per_dispatch}
         # Metrics come back per device ([devices]-shaped, equal after pmean): the loop reads
         # them on the host, so no eager indexing (a compile) happens on the clock.
-        return {"train": train, "train_by_size": by_size, "eval": evaluate,
-                "flops_per_step": flops}
+        return Compiled(train, by_size, evaluate, flops, steps_per_dispatch)
 
-    def eval_to_host(self, outputs: list[dict[str, jax.Array]]) -> dict[str, np.ndarray]:
-        """psum'd scalars come back as [devices] (take one), per-example outputs as
-        [devices, b, ...] (merged into [B, ...]), on the host: no compile on the clock."""
-        host = [{k: v[0] if v.ndim == 1 else v.reshape((-1,) + v.shape[2:])
-                 for k, v in o.items()} for o in jax.device_get(outputs)]
-        return merge_eval_outputs(host)
+    def eval_to_host(self, outputs: list[evaluation.BatchEval]) -> list[evaluation.BatchEval]:
+        """Every batch's masked eval outputs as numpy: the psum'd sums come back as [devices]
+        (equal; take one), per-example rows and mask as [devices, b, ...] (merged into
+        [B, ...]), read on the host so that no compile happens on the clock."""
+        merge = lambda v: v.reshape((-1,) + v.shape[2:])
+        return [o.replace(sums={k: v[0] for k, v in o.sums.items()}, examples=o.examples[0],
+                          per_example=jax.tree.map(merge, o.per_example),
+                          mask=None if o.mask is None else merge(o.mask))
+                for o in jax.device_get(outputs)]
 
     def _spec(self, batch_size: int, train: bool, lead: tuple) -> Batch:
         spec = self.workload.batch_spec(batch_size, train=train)
         return {k: jax.ShapeDtypeStruct(lead + tuple(s.shape), s.dtype) for k, s in spec.items()}
 
-    def put(self, host_batch: Batch, block: bool) -> Batch:
-        """[K, B, ...] or [B, ...] -> [devices, K, B/devices, ...] / [devices, B/devices, ...]."""
+    def put(self, host_batch: Batch, stacked: bool) -> Batch:
+        """[K, B, ...] (`stacked`) or [B, ...] -> [devices, K, B/devices, ...] /
+        [devices, B/devices, ...]."""
 
         def split(x):
             x = np.asarray(x)
-            if block:
+            if stacked:
                 k, b = x.shape[:2]
                 x = x.reshape((k, self.n, b // self.n) + x.shape[2:]).swapaxes(0, 1)
             else:
@@ -260,18 +282,6 @@ class PmapEngine:
     def from_checkpoint(self, state: steps.TrainState) -> steps.TrainState:
         """Replicate a restored single-device state."""
         return jax_utils.replicate(state, self.devices)
-
-
-def merge_eval_outputs(host: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Per-batch eval outputs -> scalar sums (float64) and concatenated per-example arrays."""
-    merged: dict[str, np.ndarray] = {}
-    for key in host[0] if host else ():
-        values = [np.asarray(o[key]) for o in host]
-        if values[0].ndim == 0:
-            merged[key] = np.sum(np.asarray(values, np.float64))
-        else:
-            merged[key] = np.concatenate(values)
-    return merged
 
 
 def create(workload: Workload, mesh: jax.sharding.Mesh) -> JitEngine | PmapEngine:

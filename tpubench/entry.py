@@ -111,8 +111,9 @@ def main(workload_name: str, argv: Sequence[str]) -> int:
         cfg, workdir = parse(workload_name, argv)
         note_division(cfg)
 
-        from tpubench import distributed, train
+        from tpubench import compile_cache, distributed, train
 
+        compile_cache.enable(cfg)  # before the first compile (off: run.compile_cache=false)
         logging.set_verbosity(logging.WARNING)  # orbax/absl INFO chatter; progress is printed
         distributed.initialize_from_env()  # before any JAX computation; no-op alone
         summary = train.train_and_evaluate(cfg, workdir)

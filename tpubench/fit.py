@@ -177,7 +177,7 @@ def fit(config: Any, topology_name: str) -> FitReport:
                          flops_per_step=0.0, bytes_per_step=0.0, run_flops_per_step=0.0,
                          fits=False,
                          reason=f"XLA ran out of memory compiling for {topo.name}: {first}")
-    train, evaluate = memory_of(compiled["train"]), memory_of(compiled["eval"])
+    train, evaluate = memory_of(compiled.train), memory_of(compiled.eval)
     need = max(train.total, evaluate.total)
     if hbm is None:
         fits, reason = None, f"{topo.name} has no HBM figure: memory not checked"
@@ -189,7 +189,7 @@ def fit(config: Any, topology_name: str) -> FitReport:
                               f"({100 * need / hbm:.0f}%)")
     return FitReport(**base, compile_s=compile_s, train=train, eval=evaluate,
                      flops_per_step=flops, bytes_per_step=nbytes,
-                     run_flops_per_step=compiled["flops_per_step"], fits=fits, reason=reason)
+                     run_flops_per_step=compiled.flops_per_step, fits=fits, reason=reason)
 
 
 def _gib(n: float) -> str:

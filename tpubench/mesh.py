@@ -7,6 +7,13 @@ Params carry logical axis names (`nn.with_logical_partitioning`); `logical_axis_
 mesh axes. FSDP (ZeRO-3 style) is a rule over shapes, not names: any param or optimizer-state array
 at least `fsdp_min_size` big gets its largest still-unsharded divisible dimension split over
 "fsdp", so every workload gets it without per-workload code.
+
+Which logical names the harness knows (`DEFAULT_RULES`): "batch", and the transformer vocabulary
+("vocab", "embed", "mlp", "heads", "kv", "length") because more than one workload uses it
+(transformer and BERT; ResNet's classifier also uses "embed"), and every future language model
+will. A name only one workload uses belongs to that workload's `Workload.logical_axis_rules()`
+(ResNet's "conv_*" and "classes", DLRM's "embed_rows"), which come first and win. A param whose
+logical name no rule maps is an error (`state_shardings`): flax would silently replicate it.
 """
 
 from __future__ import annotations
@@ -28,21 +35,16 @@ from tpubench.errors import UsageError
 AXES = ("data", "fsdp", "tensor")
 BATCH_AXES = ("data", "fsdp")
 
-# Logical name -> mesh axis (or axes, or None = replicated). Workloads may prepend their own.
+# Logical name -> mesh axis (or axes, or None = replicated): the generic names only (module
+# docstring). Workloads prepend their own with `Workload.logical_axis_rules()`.
 DEFAULT_RULES: tuple[tuple[str, Any], ...] = (
     ("batch", BATCH_AXES),
-    ("embed_rows", BATCH_AXES),  # row-sharded embedding tables (DLRM): rows over all devices
     ("vocab", "tensor"),
     ("mlp", "tensor"),
     ("heads", "tensor"),
     ("kv", None),
     ("embed", None),
     ("length", None),
-    ("conv_h", None),
-    ("conv_w", None),
-    ("conv_in", None),
-    ("conv_out", "tensor"),
-    ("classes", None),
 )
 
 
@@ -137,18 +139,50 @@ def rules(extra: Sequence[tuple[str, Any]] = ()) -> tuple[tuple[str, Any], ...]:
     return tuple(extra) + DEFAULT_RULES
 
 
-def _fsdp_spec(spec: P, shape: tuple[int, ...], fsdp: int, min_size: int) -> P:
-    if fsdp <= 1 or math.prod(shape) < min_size:
-        return spec
+def logical_names(logical_specs: Any) -> set[str]:
+    """Every logical axis name in a pytree of logical PartitionSpecs."""
+    specs = jax.tree.leaves(logical_specs, is_leaf=lambda x: isinstance(x, P))
+    return {name for spec in specs if isinstance(spec, P) for entry in spec if entry
+            for name in ((entry,) if isinstance(entry, str) else entry)}
+
+
+def check_rules_cover(logical_specs: Any, axis_rules: Sequence[tuple[str, Any]]) -> None:
+    """`ValueError` naming the logical axis names of the params that no rule maps (flax would
+    replicate them silently: a sharding lost without a word)."""
+    missing = sorted(logical_names(logical_specs) - {name for name, _ in axis_rules})
+    if missing:
+        raise ValueError(
+            f"The model's params use logical axis names {missing} that no rule maps. Add them "
+            "to the workload's `logical_axis_rules()` (None = replicated), or use a generic name "
+            f"of tpubench.mesh.DEFAULT_RULES: {[name for name, _ in DEFAULT_RULES]}."
+        )
+
+
+# What the FSDP rule did with a leaf, and why (`fsdp_rule`; the sharding report lists them).
+FSDP_SHARDED = "fsdp_rule"  # split over "fsdp" by the shape rule
+FSDP_BY_LOGICAL_RULE = "logical_rule"  # already over "fsdp" through a logical-axis rule
+FSDP_OFF = "fsdp_off"  # the mesh's fsdp axis has size 1
+FSDP_BELOW_MIN_SIZE = "below_fsdp_min_size"  # fewer values than config.run.fsdp_min_size
+FSDP_NO_DIVISIBLE_DIM = "no_divisible_dim"  # no free dimension divisible by the fsdp size
+
+
+def fsdp_rule(spec: P, shape: tuple[int, ...], fsdp: int, min_size: int) -> tuple[P, str]:
+    """(spec after the FSDP shape rule, why): a leaf of at least `min_size` values not yet over
+    "fsdp" gets its largest free dimension divisible by `fsdp` split over "fsdp"; otherwise
+    `spec` is kept and the reason says why (one of the FSDP_* codes above)."""
+    if fsdp <= 1:
+        return spec, FSDP_OFF
     axes = list(spec) + [None] * (len(shape) - len(spec))
     used = {a for entry in axes if entry for a in ((entry,) if isinstance(entry, str) else entry)}
     if "fsdp" in used:
-        return spec
+        return spec, FSDP_BY_LOGICAL_RULE
+    if math.prod(shape) < min_size:
+        return spec, FSDP_BELOW_MIN_SIZE
     for dim in sorted(range(len(shape)), key=lambda d: -shape[d]):
         if axes[dim] is None and shape[dim] % fsdp == 0:
             axes[dim] = "fsdp"
-            return P(*axes)
-    return spec
+            return P(*axes), FSDP_SHARDED
+    return spec, FSDP_NO_DIVISIBLE_DIM
 
 
 def state_shardings(
@@ -160,13 +194,14 @@ def state_shardings(
     (scalars, BN statistics) are replicated unless FSDP picks them.
     """
     logical = nn.get_partition_spec(abstract_boxed)
+    check_rules_cover(logical, axis_rules)
     mesh_specs = nn.logical_to_mesh(logical, axis_rules)
     unboxed = nn.meta.unbox(abstract_boxed)
     fsdp = mesh.shape["fsdp"]
 
     def to_sharding(spec, leaf):
         spec = spec if isinstance(spec, P) else P()
-        return NamedSharding(mesh, _fsdp_spec(spec, tuple(leaf.shape), fsdp, fsdp_min_size))
+        return NamedSharding(mesh, fsdp_rule(spec, tuple(leaf.shape), fsdp, fsdp_min_size)[0])
 
     return jax.tree.map(
         to_sharding, mesh_specs, unboxed, is_leaf=lambda x: isinstance(x, P) or x is None

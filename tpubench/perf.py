@@ -4,7 +4,7 @@ Accelerator peaks come from `tpubench.chips`, per JAX device and for the matmul 
 actually runs (bf16; TF32 for float32 on NVIDIA Ampere/Hopper unless `jax_default_matmul_precision`
 asks for "highest"; bf16 passes on TPU). A CPU's is measured (a large f32 matmul, best of several)
 because no table knows this machine. A peak is the best the machine has ever shown, so the cache
-under $TPUBENCH_CACHE_DIR (default ~/.cache/tpubench) keeps the maximum of all measurements: one
+under `tpubench.paths.cache_dir()` keeps the maximum of all measurements: one
 taken while other jobs loaded the CPU cannot stick (it once read 50 instead of 208 GFLOP/s here).
 
 An MFU above 100% cannot happen: it means the peak or the FLOP count is wrong. `mfu` then warns
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import platform
 import time
 import warnings
@@ -24,19 +23,12 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from tpubench import chips
+from tpubench import chips, paths
 
 
 class MFUAbovePeakWarning(RuntimeWarning):
     """An MFU above 100%: the peak table or the FLOP count is wrong, the figure is withheld."""
-
-
-def cache_dir() -> pathlib.Path:
-    """$TPUBENCH_CACHE_DIR, read at each call (tests point it at a temporary directory)."""
-    return pathlib.Path(
-        os.environ.get("TPUBENCH_CACHE_DIR", pathlib.Path.home() / ".cache" / "tpubench"))
 
 
 def flops_of(lowered_or_compiled: Any) -> float:
@@ -71,7 +63,7 @@ def measure_cpu_peak_flops(n: int = 2048, repeats: int = 3) -> float:
 def cpu_peak_flops() -> float:
     """This machine's CPU peak: max(a fresh ~0.3 s measurement, every earlier one), cached per
     machine and jax version."""
-    path = cache_dir() / "cpu_peak.json"
+    path = paths.cache_dir() / "cpu_peak.json"
     key = _cpu_key()
     try:
         cached = json.loads(path.read_text())
@@ -125,10 +117,3 @@ def mfu(flops_per_step: float, steps: int, seconds: float, peak: float) -> float
         return float("nan")
     return value
 
-
-def percentiles(values: list[float], qs: tuple[int, ...] = (50, 90, 99)) -> dict[str, float]:
-    """{"p50": ..., ...} of `values` (empty dict for none)."""
-    if not values:
-        return {}
-    arr = np.asarray(values, dtype=np.float64)
-    return {f"p{q}": float(np.percentile(arr, q)) for q in qs}

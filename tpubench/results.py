@@ -6,6 +6,9 @@
                                          logs of attempts that ended without a checkpoint to
                                          resume from (kept, never lost, never scored)
     <workdir>/summary.json               written once, when the run ends
+    <workdir>/sharding.json, sharding.txt
+                                         where every state leaf lives, written at init
+                                         (`tpubench.sharding_report`)
     <workdir>/checkpoints/               orbax (resume, inference)
 
 Runs without an explicit --workdir go to `results/<mlperf|mini>/<platform>/<workload>/<config>/

@@ -1,5 +1,6 @@
-"""The pure step functions every workload shares: train state, one train step, a block of K
-steps under `lax.scan`, and the eval step. No mesh, no host: `tpubench.engine` compiles them.
+"""The pure step functions every workload shares: train state, one train step, a dispatch of K
+steps under `lax.scan` (one host call; its metrics summarised on device), and the eval step. No
+mesh, no host: `tpubench.engine` compiles them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import optax
 from flax import linen as nn
 from jax import lax
 
+from tpubench import evaluation
 from tpubench.workload import Batch, Workload
 
 
@@ -86,8 +88,9 @@ def make_train_step(
     return train_step
 
 
-def _summarize(metrics: dict[str, jax.Array]) -> dict[str, jax.Array]:
-    """Block metrics: means over the K steps, the last loss, and whether every loss was finite."""
+def _dispatch_metrics(metrics: dict[str, jax.Array]) -> dict[str, jax.Array]:
+    """A dispatch's metrics: means over its K steps, the last loss, whether every loss was
+    finite."""
     out = {k: jnp.mean(v) for k, v in metrics.items()}
     out["last_loss"] = metrics["loss"][-1]
     out["finite"] = jnp.all(jnp.isfinite(metrics["loss"]))
@@ -104,7 +107,7 @@ def _scan(body: Callable, state: TrainState, xs: Any, length: int, unroll: int |
     return lax.scan(body, state, xs, length=length, unroll=unroll)
 
 
-def make_block(
+def make_dispatch(
     train_step: Callable, unroll: int | bool = 1
 ) -> Callable[[TrainState, Batch], tuple[TrainState, dict]]:
     """K steps over host batches stacked as [K, B, ...]: one dispatch, no host round trip.
@@ -112,15 +115,15 @@ def make_block(
     `unroll` is `lax.scan`'s: 1 keeps a rolled loop (cheap to compile; right on TPU/GPU).
     """
 
-    def block(state: TrainState, batches: Batch) -> tuple[TrainState, dict]:
+    def dispatch(state: TrainState, batches: Batch) -> tuple[TrainState, dict]:
         k = jax.tree.leaves(batches)[0].shape[0]
         state, metrics = _scan(train_step, state, batches, k, unroll)
-        return state, _summarize(metrics)
+        return state, _dispatch_metrics(metrics)
 
-    return block
+    return dispatch
 
 
-def make_synthetic_block(
+def make_synthetic_dispatch(
     train_step: Callable,
     workload: Workload,
     steps: int,
@@ -131,7 +134,7 @@ def make_synthetic_block(
     """K steps on batches generated on device (measures the chip, not the input pipeline)."""
     seed = workload.config.run.seed + 1
 
-    def block(state: TrainState) -> tuple[TrainState, dict]:
+    def dispatch(state: TrainState) -> tuple[TrainState, dict]:
         # The key is made while tracing, not eagerly: an eager op would run on the mesh's
         # devices, which are compile-only for `tpubench fit`.
         data_key = jax.random.PRNGKey(seed)
@@ -141,18 +144,17 @@ def make_synthetic_block(
             return train_step(state, constrain(batch))
 
         state, metrics = _scan(body, state, None, steps, unroll)
-        return state, _summarize(metrics)
+        return state, _dispatch_metrics(metrics)
 
-    return block
+    return dispatch
 
 
-def make_eval_step(workload: Workload) -> Callable[[TrainState, Batch], dict[str, jax.Array]]:
-    """The workload's eval step on the state; passes the mask through for per-example outputs."""
+def make_eval_step(workload: Workload) -> Callable[[TrainState, Batch], evaluation.BatchEval]:
+    """The workload's eval step on the state, with the mask applied by the harness
+    (`tpubench.evaluation.masked`): masked scalar sums plus the per-example outputs."""
+    evaluate = evaluation.eval_fn(workload)
 
-    def eval_step(state: TrainState, batch: Batch) -> dict[str, jax.Array]:
-        out = dict(workload.eval_step(state.params, state.model_state, batch))
-        if any(jnp.ndim(v) > 0 for v in out.values()):
-            out["mask"] = batch["mask"]
-        return out
+    def eval_step(state: TrainState, batch: Batch) -> evaluation.BatchEval:
+        return evaluate(state.params, state.model_state, batch)
 
     return eval_step

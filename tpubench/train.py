@@ -1,13 +1,18 @@
 """The one supervised time-to-quality loop.
 
-    init_start   mesh, state, AOT compile of the train blocks + eval step       (untimed)
+    init_start   mesh, state, AOT compile of the train dispatches + eval step   (untimed)
     init_stop
     run_start    the clock starts (wall time); only now is the dataset touched
-      block: dispatches of K steps (and one remainder block) up to the next eval, with no
-             device-to-host read inside it (a transfer guard enforces it)
+      block (MLPerf's block_start..block_stop): the dispatches of K steps (and one remainder
+             dispatch) up to the next eval, with no device-to-host read inside it (a transfer
+             guard enforces it); then one host read of every dispatch's metrics (NaN check;
+             metrics.jsonl + TensorBoard, one block late)
       eval on device; eval_accuracy; stop at target ("success") or budget ("aborted")
     run_stop     the clock stops
     final checkpoint, summary.json                                               (untimed)
+
+Words: a *dispatch* is one call of a compiled K-step executable; a *block* is MLPerf's, the
+dispatches between two evals; waiting for the device is `block_until_ready` (JAX's name).
 
 Every clock read follows `block_until_ready` (`tpubench.clock`). SIGTERM saves a checkpoint and
 returns "preempted" (`tpubench.preemption`); rerunning with the same workdir resumes from it,
@@ -17,6 +22,7 @@ run_start to the final run_stop (docs/timing.md).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -25,13 +31,27 @@ import jax
 import ml_collections
 import numpy as np
 
-from tpubench import checkpoint, chips, data, page_cache, perf, preemption, registry
+from tpubench import (
+    checkpoint,
+    chips,
+    data,
+    division,
+    evaluation,
+    page_cache,
+    perf,
+    preemption,
+    registry,
+)
 from tpubench import engine as engine_lib
 from tpubench import mesh as mesh_lib
 from tpubench import mllog as mllog_lib
+from tpubench import sharding_report as sharding_lib
 from tpubench.cadence import Cadence, block_first_epoch, epochs_trained
 from tpubench.clock import Clock, Stopwatch, now_unix
-from tpubench.mllog import constants as K
+from tpubench.metrics import RunMetrics
+from tpubench.mllog import constants
+from tpubench.profiling import StepProfiler
+from tpubench.progress import Progress
 from tpubench.results import RunDir
 from tpubench.workload import Workload
 
@@ -45,20 +65,14 @@ class Diverged(RuntimeError):
     """The loss became NaN or Inf."""
 
 
-def platform_name(devices: list[Any]) -> str:
-    """e.g. '8xTPU_v5p', '1xNVIDIA_H200', '1xcpu'."""
-    kind = devices[0].device_kind if devices[0].platform != "cpu" else "cpu"
-    return f"{chips.chip_count(devices)}x{kind.replace(' ', '_')}"
-
-
 def _log_header(log: mllog_lib.RunLogger, workload: Workload, platform: str) -> None:
     c = workload.config
-    log.event(K.SUBMISSION_ORG, c.submission.org)
+    log.event(constants.SUBMISSION_ORG, c.submission.org)
     suffix = "" if c.is_mlperf else f"-{c.config_name}-{c.data.dataset}"
-    log.event(K.SUBMISSION_PLATFORM, (c.submission.platform or platform) + suffix)
-    log.event(K.SUBMISSION_DIVISION, c.submission.division)
-    log.event(K.SUBMISSION_STATUS, c.submission.status)
-    log.event(K.SUBMISSION_BENCHMARK, workload.mlperf_name)
+    log.event(constants.SUBMISSION_PLATFORM, (c.submission.platform or platform) + suffix)
+    log.event(constants.SUBMISSION_DIVISION, c.submission.division)
+    log.event(constants.SUBMISSION_STATUS, c.submission.status)
+    log.event(constants.SUBMISSION_BENCHMARK, workload.mlperf_name)
 
 
 def _evaluate(workload: Workload, eng, compiled, state, source: str) -> tuple[float, float]:
@@ -68,17 +82,19 @@ def _evaluate(workload: Workload, eng, compiled, state, source: str) -> tuple[fl
     n = -(-workload.eval_samples // c.eval.batch_size)
     pi, pc = jax.process_index(), jax.process_count()
     if source == "synthetic":
-        batches = data.synthetic_eval_batches(workload, n, pc)
+        batches = data.synthetic_eval_batches(workload, n, pc, pi)
     else:
         batches = data.fixed_eval_batches(workload.eval_batches(pi, pc), n)
-    outputs = [compiled["eval"](state, eng.put(batch, block=False)) for batch in batches]
-    quality = float(workload.eval_finalize(eng.eval_to_host(outputs)))
+    outputs = [compiled.eval(state, eng.put(batch, stacked=False)) for batch in batches]
+    quality = evaluation.quality(workload, eng.eval_to_host(outputs))
     return quality, watch.stop()
 
 
-def _check(block_metrics: list[dict[str, jax.Array]], step: int) -> None:
-    """One host read of every dispatch's metrics at the end of a block: stop on NaN/Inf."""
-    host = jax.device_get(block_metrics)
+def _read_block_metrics(dispatch_metrics: list[dict[str, jax.Array]], step: int
+                        ) -> list[dict[str, np.ndarray]]:
+    """One host read of every dispatch's metrics at the end of a block (after its stopwatch
+    waited for them, so the read never stalls); stops on NaN/Inf."""
+    host = jax.device_get(dispatch_metrics)
     for m in host:
         if not bool(np.all(np.asarray(m["finite"]))):
             last = float(np.asarray(m["last_loss"]).reshape(-1)[0])
@@ -87,12 +103,49 @@ def _check(block_metrics: list[dict[str, jax.Array]], step: int) -> None:
                 f"loss {last}). Lower the learning rate or check the input data; the run is "
                 "stopped and marked aborted."
             )
+    return host
+
+
+@dataclasses.dataclass
+class RunContext:
+    """What one attempt of a run works with, fixed once init is done."""
+
+    workload: Workload
+    run: RunDir
+    log: mllog_lib.RunLogger
+    mesh: jax.sharding.Mesh
+    cadence: Cadence
+    source: str  # config.data.source
+    platform: str
+    resumed: bool
+    engine: Any = None  # engine_lib.JitEngine | engine_lib.PmapEngine
+    compiled: engine_lib.Compiled | None = None
+    manager: Any = None  # orbax CheckpointManager
+    metrics: RunMetrics | None = None
+    profiler: StepProfiler | None = None
+
+    @property
+    def config(self) -> ml_collections.ConfigDict:
+        return self.workload.config
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """How the timed region ended."""
+
+    status: str  # "success" | "aborted"
+    error: str | None
+    quality: float
+    step: int
+    run_s: float
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     """Run `config`'s workload to its target (or budget) in `workdir`; returns the summary."""
     preemption.set_phase(preemption.INIT)
     # ---- validate everything before any compute ------------------------------------------------
+    if config.run.get("profile_steps", 0) and config.get("is_mlperf", False):
+        division.apply(config, ["profile_steps"], True)  # a config built without config.load
     workload = registry.create(config)
     run = RunDir(workdir)
     run.check_not_finished()
@@ -107,10 +160,16 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     if jax.process_index() == 0:
         run.prepare(resumed=start_step is not None)
     log = mllog_lib.RunLogger(run.log_path, enabled=jax.process_index() == 0)
+    ctx = RunContext(workload, run, log, mesh, cadence, source,
+                     chips.platform_name(jax.devices()), resumed=start_step is not None)
     try:
-        return _run(workload, run, log, mesh, cadence, start_step, source)
+        return _run(ctx, start_step or 0)
     finally:
         log.close()
+        if ctx.metrics is not None:
+            ctx.metrics.close()
+        if ctx.profiler is not None:
+            ctx.profiler.stop()
         preemption.reset()
 
 
@@ -122,102 +181,132 @@ def _dispatch_sizes(cadence: Cadence, step: int) -> Iterator[int]:
             step = stop
 
 
-def _run(workload, run, log, mesh, cadence, start_step, source) -> dict:
-    c = workload.config
-    resumed = start_step is not None
+def _dispatch_end_steps(cadence: Cadence, step: int) -> Iterator[int]:
+    """The step each dispatch from `step` to the budget ends on (a metrics record each)."""
+    for size in _dispatch_sizes(cadence, step):
+        step += size
+        yield step
+
+
+def _run(ctx: RunContext, step: int) -> dict:
+    """Init (untimed unless resuming), then the loop. `step`: the restored checkpoint's step (no
+    device read of the state), 0 for a fresh run."""
+    c, log, cadence = ctx.config, ctx.log, ctx.cadence
     t_init = time.perf_counter()
-    platform = platform_name(jax.devices())
     cleared = False
-    if not resumed:
+    if not ctx.resumed:
         cleared = bool(c.run.clear_page_cache) and page_cache.drop()
-        log.event(K.CACHE_CLEAR, cleared)
-        log.start(K.INIT_START)
-        _log_header(log, workload, platform)
-    eng = engine_lib.create(workload, mesh)
-    compiled = eng.compile(cadence.steps_per_dispatch, synthetic=source == "synthetic",
-                           other_sizes=cadence.remainder_sizes(start_step or 0))
-    mgr = checkpoint.manager(run.path, keep=c.run.checkpoint_keep)
-    if resumed:
-        state, progress = checkpoint.restore(mgr, eng.abstract_state, eng.state_shardings)
-        state = eng.from_checkpoint(state)
+        log.event(constants.CACHE_CLEAR, cleared)
+        log.start(constants.INIT_START)
+        _log_header(log, ctx.workload, ctx.platform)
+    remainders = cadence.remainder_sizes(step)
+    _say(f"[{ctx.workload.name}/{c.config_name}] init: mesh {dict(ctx.mesh.shape)}, "
+         f"{c.run.parallelism}; compiling the train dispatch (K={cadence.steps_per_dispatch} steps"
+         + (f"; and {len(remainders)} remainder size(s) {list(remainders)}" if remainders else "")
+         + ") and the eval step...")
+    ctx.engine = engine_lib.create(ctx.workload, ctx.mesh)
+    sharding_lib.write(ctx.run.path, ctx.engine)
+    ctx.compiled = ctx.engine.compile(cadence.steps_per_dispatch,
+                                      synthetic=ctx.source == "synthetic",
+                                      other_sizes=remainders)
+    ctx.manager = checkpoint.manager(ctx.run.path, keep=c.run.checkpoint_keep)
+    if ctx.resumed:
+        state, progress = checkpoint.restore(ctx.manager, ctx.engine.abstract_state,
+                                             ctx.engine.state_shardings)
+        state = ctx.engine.from_checkpoint(state)
     else:
-        state = eng.init_state(c.run.seed)
-        progress = {"train_s": 0.0, "eval_s": 0.0, "history": [], "attempts": 0,
-                    "cache_clear": cleared}
-        for key, value in workload.mllog_hyperparameters().items():
+        state = ctx.engine.init_state(c.run.seed)
+        progress = Progress(cache_clear=cleared)
+        for key, value in ctx.workload.mllog_hyperparameters().items():
             value, metadata = value if isinstance(value, tuple) else (value, None)
             log.event(key, value, metadata=metadata)
-        log.event(K.TRAIN_SAMPLES, workload.train_samples)
-        log.event(K.EVAL_SAMPLES, workload.eval_samples)
-    progress["attempts"] += 1
+        log.event(constants.TRAIN_SAMPLES, ctx.workload.train_samples)
+        log.event(constants.EVAL_SAMPLES, ctx.workload.eval_samples)
+    writer = jax.process_index() == 0
+    ctx.metrics = RunMetrics(ctx.run.path, ctx.workload, _dispatch_end_steps(cadence, step),
+                             enabled=writer)
+    ctx.profiler = StepProfiler(ctx.run.path, c.run.get("profile_steps", 0), enabled=writer)
+    progress.attempts += 1
     preemption.check_before_run()
-    step = start_step or 0  # the restored checkpoint's step (no device read of the state)
     jax.block_until_ready(state)
-    if resumed:
+    init_s = time.perf_counter() - t_init
+    if ctx.resumed:
         # On the clock (it never pauses): the outage and this re-init count.
-        log.event(RESUME_KEY, progress["attempts"], metadata={"step": step})
+        log.event(RESUME_KEY, progress.attempts, metadata={"step": step})
         preemption.set_phase(preemption.RUN)
     else:
-        progress["init_s"] = time.perf_counter() - t_init
-        log.end(K.INIT_STOP)
+        progress.init_s = init_s
+        log.end(constants.INIT_STOP)
         preemption.set_phase(preemption.RUN)
-        progress["run_start_unix"] = now_unix()
-        log.start(K.RUN_START, time_ms=round(progress["run_start_unix"] * 1000))
-    clock = Clock(progress["run_start_unix"])
-    return _loop(workload, run, log, mesh, cadence, source, eng, compiled, mgr, state,
-                 progress, clock, step, platform, resumed)
+        progress.run_start_unix = now_unix()
+        log.start(constants.RUN_START, time_ms=round(progress.run_start_unix * 1000))
+    _say(f"[{ctx.workload.name}/{c.config_name}] init: done in {init_s:.1f} s"
+         + (f" (resumed at step {step}; the clock kept running)" if ctx.resumed
+            else "; the clock starts (run_start)"))
+    return _loop(ctx, state, progress, Clock(progress.run_start_unix), step)
 
 
-def _loop(workload, run, log, mesh, cadence, source, eng, compiled, mgr, state, progress,
-          clock, step, platform, resumed) -> dict:
-    c = workload.config
+def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -> dict:
+    workload, c, log, cadence = ctx.workload, ctx.config, ctx.log, ctx.cadence
+    eng, compiled = ctx.engine, ctx.compiled
     gbs, kdisp, ts = c.data.global_batch_size, cadence.steps_per_dispatch, workload.train_samples
     # Back-pressure without reading the device: wait (block_until_ready) for the dispatch before
     # the previous one, so at most two are queued; simulated CPU devices need a tighter bound.
     cpu_wait = jax.devices()[0].platform == "cpu" and 2 * kdisp > c.run.cpu_max_steps_in_flight
     pi, pc = jax.process_index(), jax.process_count()
     feed = None
-    if source != "synthetic":
-        blocks = data.stack_blocks(workload.train_batches(step, pi, pc),
-                                   _dispatch_sizes(cadence, step))
-        feed = data.Prefetcher(blocks, lambda b: eng.put(b, block=True))
+    if ctx.source != "synthetic":
+        stacked = data.stack_blocks(workload.train_batches(step, pi, pc),
+                                    _dispatch_sizes(cadence, step))
+        feed = data.Prefetcher(stacked, lambda b: eng.put(b, stacked=True))
     status, error, quality, dispatch = "aborted", None, float("nan"), 0
     with preemption.Flag(pc) as preempt, eng.context():
         try:
             while True:
                 stop = cadence.next_eval(step)
                 first = block_first_epoch(step * gbs, ts)
-                log.start(K.BLOCK_START, metadata={
+                log.start(constants.BLOCK_START, metadata={
                     "first_epoch_num": first,
                     "epoch_count": max(epochs_trained((stop - step) * gbs, ts), 1e-4)})
-                watch, block_metrics, preempted = Stopwatch(), [], False
+                watch, preempted, block_start_step = Stopwatch(), False, step
+                dispatch_metrics: list[dict[str, jax.Array]] = []
+                end_steps: list[int] = []
                 with jax.transfer_guard_device_to_host("disallow"):
                     for size in cadence.dispatches(step, stop):
-                        fn = (compiled["train"] if size == kdisp
-                              else compiled["train_by_size"][size])
+                        fn = compiled.dispatch(size)
+                        ctx.profiler.before_dispatch()
                         state, metrics = fn(state) if feed is None else fn(state, next(feed))
+                        ctx.profiler.after_dispatch(size, metrics)
                         step, dispatch = step + size, dispatch + 1
-                        block_metrics.append(metrics)
+                        dispatch_metrics.append(metrics)
+                        end_steps.append(step)
                         if cpu_wait:
                             jax.block_until_ready(metrics)
-                        elif len(block_metrics) > 1:
-                            jax.block_until_ready(block_metrics[-2])
+                        elif len(dispatch_metrics) > 1:
+                            jax.block_until_ready(dispatch_metrics[-2])
                         if preempt.reached(dispatch):
                             preempted = True
                             break
-                progress["train_s"] += watch.stop(state)
+                block_s = watch.stop(state)
+                progress.train_s += block_s
                 if preempted:
-                    return _preempt(run, mgr, eng, state, progress, clock, log, step)
-                _check(block_metrics, step)
-                log.end(K.BLOCK_STOP, metadata={"first_epoch_num": first})
+                    ctx.metrics.train_block(
+                        list(zip(end_steps, jax.device_get(dispatch_metrics), strict=True)),
+                        (step - block_start_step) * gbs / block_s)
+                    return _preempt(ctx, state, progress, clock, step)
+                host_metrics = _read_block_metrics(dispatch_metrics, step)
+                ctx.metrics.train_block(list(zip(end_steps, host_metrics, strict=True)),
+                                        (step - block_start_step) * gbs / block_s)
+                log.end(constants.BLOCK_STOP, metadata={"first_epoch_num": first})
                 epoch = epochs_trained(step * gbs, ts)
-                log.start(K.EVAL_START, metadata={"epoch_num": epoch})
-                quality, eval_s = _evaluate(workload, eng, compiled, state, source)
-                progress["eval_s"] += eval_s
-                log.end(K.EVAL_STOP, metadata={"epoch_num": epoch})
-                log.event(K.EVAL_ACCURACY, quality, metadata={"epoch_num": epoch})
+                log.start(constants.EVAL_START, metadata={"epoch_num": epoch})
+                quality, eval_s = _evaluate(workload, eng, compiled, state, ctx.source)
+                progress.eval_s += eval_s
+                log.end(constants.EVAL_STOP, metadata={"epoch_num": epoch})
+                log.event(constants.EVAL_ACCURACY, quality, metadata={"epoch_num": epoch})
+                ctx.metrics.eval(step, quality, eval_s)
                 elapsed = clock.read(state)
-                progress["history"].append(
+                progress.history.append(
                     {"elapsed_s": elapsed, "samples": step * gbs, "quality": quality})
                 _say(f"[{workload.name}/{c.config_name}] step {step} epoch {epoch}: "
                      f"{workload.target.metric} {quality:.4f} (target {workload.target.value}) "
@@ -228,22 +317,23 @@ def _loop(workload, run, log, mesh, cadence, source, eng, compiled, mgr, state, 
                 if step >= cadence.max_steps or (c.run.max_time_s and elapsed > c.run.max_time_s):
                     break
                 every = c.run.checkpoint_every_evals
-                if every and len(progress["history"]) % every == 0:
-                    _save(mgr, eng, state, progress, step)
+                if every and len(progress.history) % every == 0:
+                    _save(ctx, state, progress, step)
         except Diverged as e:
             error = str(e)
         finally:
             if feed is not None:
                 feed.close()
+            ctx.profiler.stop(state)
     run_stop_unix = clock.read_unix(state)
     preemption.set_phase(preemption.FINISH)
-    log.end(K.RUN_STOP, metadata={"status": status}, time_ms=round(run_stop_unix * 1000))
-    run_s = run_stop_unix - progress["run_start_unix"]
+    log.end(constants.RUN_STOP, metadata={"status": status},
+            time_ms=round(run_stop_unix * 1000))
+    run_s = run_stop_unix - progress.run_start_unix
     # ---- untimed from here -------------------------------------------------------------------
-    _save(mgr, eng, state, progress, step)
-    mgr.close()
-    return _summarize(workload, run, status, error, quality, run_s, progress, compiled,
-                      platform, resumed, step, mesh)
+    _save(ctx, state, progress, step)
+    ctx.manager.close()
+    return _summarize(ctx, progress, Outcome(status, error, quality, step, run_s))
 
 
 def _say(message: str) -> None:
@@ -251,21 +341,22 @@ def _say(message: str) -> None:
         print(message, flush=True)
 
 
-def _save(mgr, eng, state, progress, step) -> None:
-    checkpoint.save(mgr, step, eng.for_checkpoint(state), dict(progress, step=step))
+def _save(ctx: RunContext, state, progress: Progress, step: int) -> None:
+    checkpoint.save(ctx.manager, step, ctx.engine.for_checkpoint(state), progress)
 
 
-def _preempt(run, mgr, eng, state, progress, clock, log, step) -> dict:
+def _preempt(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -> dict:
     elapsed = clock.read(state)
     preemption.set_phase(preemption.FINISH)
-    _save(mgr, eng, state, progress, step)
-    mgr.close()
-    log.event(PREEMPTED_KEY, step, metadata={"attempt": progress["attempts"],
-                                             "elapsed_s": round(elapsed, 3)})
+    ctx.profiler.stop(state)
+    _save(ctx, state, progress, step)
+    ctx.manager.close()
+    ctx.log.event(PREEMPTED_KEY, step, metadata={"attempt": progress.attempts,
+                                                 "elapsed_s": round(elapsed, 3)})
     _say(f"Preempted at step {step} ({elapsed:.1f} s on the clock): checkpoint saved. Rerun the "
          "same command to resume; the clock keeps running meanwhile (MLPerf never pauses it).")
-    return {"status": "preempted", "step": step, "workdir": str(run.path),
-            "attempts": progress["attempts"]}
+    return {"status": "preempted", "step": step, "workdir": str(ctx.run.path),
+            "attempts": progress.attempts}
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -273,12 +364,12 @@ def _finite_or_none(x: float) -> float | None:
     return None if x != x else x
 
 
-def _summarize(workload, run, status, error, quality, run_s, progress, compiled,
-               platform, resumed, step, mesh) -> dict:
-    c = workload.config
-    train_s, eval_s = progress["train_s"], progress["eval_s"]
+def _summarize(ctx: RunContext, progress: Progress, outcome: Outcome) -> dict:
+    c, workload, step, run_s = ctx.config, ctx.workload, outcome.step, outcome.run_s
+    train_s, eval_s = progress.train_s, progress.eval_s
     samples = step * c.data.global_batch_size
     peak = perf.peak_flops(jax.devices(), c.model.dtype)
+    flops = ctx.compiled.flops_per_step
     summary = {
         "workload": workload.name,
         "config": c.config_name,
@@ -287,39 +378,42 @@ def _summarize(workload, run, status, error, quality, run_s, progress, compiled,
         "is_mlperf": bool(c.is_mlperf),
         "division": c.submission.division,
         "open_reasons": list(c.submission.get("open_reasons", ()) or ()),
-        "status": status,
-        "error": error,
+        "status": outcome.status,
+        "error": outcome.error,
         "target": workload.target.value,
         "target_metric": workload.target.metric,
-        "final_quality": quality,
-        "time_to_target_s": run_s if status == "success" else None,
+        "final_quality": outcome.quality,
+        "time_to_target_s": run_s if outcome.status == "success" else None,
         "run_time_s": run_s,
-        "run_start_unix": progress["run_start_unix"],
-        "init_s": progress["init_s"],
+        "run_start_unix": progress.run_start_unix,
+        "init_s": progress.init_s,
         "train_s": train_s,
         "eval_s": eval_s,
         # On the clock but neither training nor eval: input start-up, host work between blocks,
         # checkpoints on the eval cadence, and for resumed runs the outage and re-init.
         "other_s": run_s - train_s - eval_s,
         "train_examples_per_s": samples / train_s if train_s else 0.0,
-        "flops_per_step": compiled["flops_per_step"],
-        "mfu": _finite_or_none(perf.mfu(compiled["flops_per_step"], step, train_s, peak)),
+        "flops_per_step": flops,
+        "mfu": _finite_or_none(perf.mfu(flops, step, train_s, peak)),
         "peak_flops": peak,
         "steps": step,
         "samples": samples,
         "seed": c.run.seed,
-        "resumed": bool(resumed),
-        "attempts": progress["attempts"],
-        "cache_clear": bool(progress.get("cache_clear", False)),
-        "platform": platform,
+        "resumed": bool(ctx.resumed),
+        "attempts": progress.attempts,
+        "cache_clear": bool(progress.cache_clear),
+        "platform": ctx.platform,
         "process_count": jax.process_count(),
         "parallelism": c.run.parallelism,
-        "mesh": dict(mesh.shape),
+        "mesh": dict(ctx.mesh.shape),
         "global_batch_size": c.data.global_batch_size,
-        "quality_history": progress["history"],
-        "mlperf_log": str(run.log_path),
+        "quality_history": progress.history,
+        "mlperf_log": str(ctx.run.log_path),
+        "metrics": ctx.metrics.files(),
+        "profile": ctx.profiler.files(),
         "jax_version": jax.__version__,
+        "sharding_report": str(ctx.run.path / sharding_lib.JSON_NAME),
     }
     if jax.process_index() == 0:
-        run.write_summary(summary)
+        ctx.run.write_summary(summary)
     return summary

@@ -7,7 +7,8 @@ trace under `jax.jit`) or host-side and says so.
 Batches are dicts of arrays. A train batch is the GLOBAL batch (leading dim = global batch size);
 the harness shards it over the mesh's batch axes. An eval batch additionally carries a float
 `"mask"` of shape [batch] (1 for real examples, 0 for padding) so that the last, partial eval
-batch can be padded to a fixed shape without a recompile.
+batch can be padded to a fixed shape without a recompile. The workload never applies that mask:
+its `eval_step` returns per-example values and the harness masks them (`tpubench.evaluation`).
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 import ml_collections
-import numpy as np
 import optax
 from flax import linen as nn
+
+from tpubench import sources
+from tpubench.evaluation import EvalOutput, EvalResults
 
 Batch = dict[str, Any]
 PyTree = Any
@@ -49,15 +52,19 @@ class Workload(abc.ABC):
     Class attributes:
       name: registry name (`tpubench run NAME`).
       mlperf_name: the MLPerf `submission_benchmark` value ("resnet", "bert", ...).
-      configs: names of the config files under `workloads/<name>/configs/`.
+      data_sources: `config.data.source` name -> `tpubench.sources.DataSource` (how to check,
+        read train batches and read eval batches of each real dataset; "synthetic" is the
+        harness's). An unknown name is a `UsageError` listing the known ones, at construction.
     """
 
     name: str = ""
     mlperf_name: str = ""
-    configs: tuple[str, ...] = ("full", "mini", "smoke")
+    data_sources: ClassVar[Mapping[str, sources.DataSource]] = {}
 
     def __init__(self, config: ml_collections.ConfigDict):
         self.config = config
+        if self.data_sources:
+            sources.check_name(self.name, self.data_sources, config.data.source)
 
     # ---- what the benchmark is -------------------------------------------------------------
     @property
@@ -120,27 +127,54 @@ class Workload(abc.ABC):
         return 0.0
 
     @abc.abstractmethod
-    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> dict[str, jax.Array]:
-        """Eval statistics of one batch, computed on device. Pure.
+    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> EvalOutput:
+        """Eval statistics of one batch, PER EXAMPLE, computed on device. Pure.
 
-        Two kinds of entries: SCALARS (shape ()) are per-batch SUMS, which must weight each
-        example by `batch["mask"]` so padding contributes nothing; the harness adds them over all
-        batches and hosts. Arrays with a leading batch dimension are PER-EXAMPLE outputs
-        (decoded token ids for BLEU, scores for AUC); the harness concatenates them over batches
-        and hosts and passes `"mask"` alongside, so `eval_finalize` can drop padding. Prefer sums:
+        Returns `tpubench.evaluation.EvalOutput(sums=..., per_example=...)`, every array with
+        the batch as leading dimension. `sums` are per-example statistics the harness adds up
+        (correct predictions, a per-example loss, a [B, slots] weighted count); `per_example`
+        are outputs the host needs row by row (decoded ids for BLEU, scores for AUC).
+
+        The workload never applies `batch["mask"]`: the harness weights every `sums` row by it
+        and drops the padding rows of `per_example` (`tpubench.evaluation.masked`), so padding
+        cannot change the quality. Returning a batch-reduced scalar is an error. Prefer sums:
         per-example outputs cross device->host.
         """
 
     @abc.abstractmethod
-    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
-        """Host side: the quality metric from the gathered eval results (accuracy, BLEU, AUC).
+    def eval_finalize(self, results: EvalResults) -> float:
+        """Host side: the quality metric (accuracy, BLEU, AUC) from the whole eval.
 
-        `results` holds the summed scalars and the concatenated per-example arrays (with
-        `"mask"`) of `eval_step`.
+        `results` (`tpubench.evaluation.EvalResults`): `sums` added over every real example of
+        every batch and host, `per_example` rows of the real examples only (in eval-batch
+        order), and `examples`, the number of real examples.
         """
 
+    def synthetic_eval_batch(self, rng: jax.Array, batch_size: int) -> Batch:
+        """An eval batch of the `synthetic` source, without "mask" (the harness adds it). Pure.
+
+        Default: `synthetic_batch`, keeping the entries of the eval `batch_spec`; a workload
+        whose eval batches hold other entries or shapes than its train batches overrides it.
+        """
+        spec = self.batch_spec(batch_size, train=False)
+        batch = self.synthetic_batch(rng, batch_size)
+        out = {}
+        for name, s in spec.items():
+            if name == "mask":
+                continue
+            if name not in batch or tuple(batch[name].shape) != tuple(s.shape):
+                raise ValueError(
+                    f"{self.name}: synthetic_batch has no {name!r} of shape {s.shape} for the "
+                    "eval batch; override Workload.synthetic_eval_batch."
+                )
+            out[name] = batch[name].astype(s.dtype)
+        return out
+
     # ---- data ------------------------------------------------------------------------------
-    @abc.abstractmethod
+    def data_source(self) -> sources.DataSource:
+        """This config's entry of `data_sources` (`UsageError` listing the known ones)."""
+        return sources.lookup(self.name, self.data_sources, self.config.data.source)
+
     def train_batches(
         self, start_step: int, process_index: int, process_count: int
     ) -> Iterator[Batch]:
@@ -149,13 +183,16 @@ class Workload(abc.ABC):
         Yields numpy dicts of `global_batch_size // process_count` examples. Deterministic in
         (config.run.seed, step), so that a resumed run sees exactly the batches it would have seen:
         the data position in a checkpoint is just the step. Raises `tpubench.errors.UsageError`
-        (with the command that prepares the data) when the dataset is missing.
+        (with the command that prepares the data) when the dataset is missing. Default: the
+        configured `data_sources` entry's `train_batches`.
         """
+        return self.data_source().train_batches(self, start_step, process_index, process_count)
 
-    @abc.abstractmethod
     def eval_batches(self, process_index: int, process_count: int) -> Iterator[Batch]:
         """Host side: this process's eval batches of `eval_batch_size // process_count`
-        examples, padded with mask 0 so that every batch has the same shape."""
+        examples, padded with mask 0 so that every batch has the same shape. Default: the
+        configured `data_sources` entry's `eval_batches`."""
+        return self.data_source().eval_batches(self, process_index, process_count)
 
     def prepare(self) -> None:
         """Host side, offline: the preprocessing the benchmark's reference does before training
@@ -173,8 +210,11 @@ class Workload(abc.ABC):
         """Host side, before any compute: raise `UsageError` if the configured data is missing.
 
         Must not read the data itself (MLPerf: nothing touches the dataset before run_start).
+        Default: the configured `data_sources` entry's `check` (nothing for "synthetic"); a
+        workload with checks of its own calls `super().check_data()`.
         """
-        return None
+        if self.data_sources and self.config.data.source != sources.SYNTHETIC:
+            self.data_source().check(self)
 
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """A train batch generated on device (the `synthetic` source). Pure.
@@ -203,16 +243,11 @@ class Workload(abc.ABC):
         return {"global_batch_size": int(self.config.data.global_batch_size)}
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
-        """Extra logical-axis rules this workload's annotations need (prepended to the
-        harness defaults in `tpubench.mesh`)."""
+        """(logical name, mesh axis or axes or None) rules for the names only this workload's
+        annotations use, e.g. ResNet's `("conv_out", "tensor")`; they come before the harness's
+        generic `tpubench.mesh.DEFAULT_RULES` ("batch" and the transformer names "vocab",
+        "embed", "mlp", "heads", "kv", "length") and win over them. Every logical name of a
+        param must be mapped by one or the other (None = replicated): the harness refuses an
+        unmapped one. Mesh axes: "data", "fsdp", "tensor" (`tpubench.mesh.AXES`)."""
         return ()
 
-    def describe(self) -> dict[str, Any]:
-        """What `tpubench list` and summaries say about this config."""
-        return {
-            "workload": self.name,
-            "config": self.config.get("config_name", "?"),
-            "dataset": self.config.data.get("dataset", "?"),
-            "target": dataclasses.asdict(self.target),
-            "mlperf": bool(self.config.get("is_mlperf", False)),
-        }

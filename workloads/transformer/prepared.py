@@ -29,6 +29,7 @@ from collections.abc import Callable
 import ml_collections
 import numpy as np
 
+from tpubench import paths
 from tpubench.errors import UsageError
 from workloads.transformer import subtokenizer as sub
 from workloads.transformer import tokenizer as spm_tok
@@ -62,7 +63,7 @@ def directory(config: ml_collections.ConfigDict) -> pathlib.Path:
     if config.data.get("vocab_file"):
         keys["vocab_sha256"] = _sha256(config.data.vocab_file)
     digest = hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:12]
-    root = pathlib.Path(config.data.get("cache_dir") or spm_tok.default_cache_dir())
+    root = pathlib.Path(config.data.get("cache_dir") or paths.cache_dir())
     return root / "transformer" / f"prepared_{digest}"
 
 

@@ -21,13 +21,6 @@ UNK_ID = 2
 MODEL_TYPE = "bpe"  # trains in seconds where unigram takes ~10x longer; part of the cache key
 
 
-def default_cache_dir() -> str:
-    """`$TPUBENCH_CACHE_DIR` or `~/.cache/tpubench`."""
-    return os.environ.get("TPUBENCH_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "tpubench"
-    )
-
-
 def train(
     sentences: Iterable[str], vocab_size: int, path: pathlib.Path, max_chars: int = 10**7
 ) -> None:

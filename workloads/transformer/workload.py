@@ -20,7 +20,7 @@ a run without it fails in `check_data`, before any compute.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -30,6 +30,8 @@ import optax
 import sacrebleu
 
 from tpubench.errors import UsageError
+from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.transformer import decode as decode_lib
 from workloads.transformer import input_pipeline as ip
@@ -57,20 +59,49 @@ def rsqrt_schedule(base: float, emb_dim: int, warmup_steps: int) -> optax.Schedu
     return schedule
 
 
+def _check_multi30k(w: TransformerWorkload) -> None:
+    c = w.config
+    ip.check_multi30k(c.data.dir, (c.data.source_lang, c.data.target_lang),
+                      ("train", c.data.eval_split))
+
+
+def _prepared_train(w: TransformerWorkload, start_step: int, process_index: int,
+                    process_count: int) -> Iterator[Batch]:
+    """Prepared packed rows, reshuffled every epoch by (seed, epoch)."""
+    sources, targets, rows = prepared.load_train(w.config)
+    return ip.train_batches(ip.Pairs(sources, targets, []), rows, w.config, start_step,
+                            process_index, process_count)
+
+
+def _prepared_eval(w: TransformerWorkload, process_index: int,
+                   process_count: int) -> Iterator[Batch]:
+    """The whole prepared eval split in fixed-shape batches padded with mask 0."""
+    return ip.eval_batches(w.eval_data()[0], w.config.eval.batch_size, w.eval_input_len,
+                           process_index, process_count)
+
+
+# Both read the data `tpubench prepare transformer` wrote (prepared.py); they differ in the raw
+# corpora that step reads.
+DATA_SOURCES = {
+    "tfds": DataSource(
+        "WMT17 en-de from tensorflow-datasets, prepared once with `tpubench prepare "
+        "transformer --config=...`", _prepared_train, _prepared_eval),
+    "multi30k": DataSource(
+        "the mini: the Multi30k en-de files in config.data.dir, prepared once with `tpubench "
+        "prepare transformer --config=mini`", _prepared_train, _prepared_eval, _check_multi30k),
+}
+
+
 class TransformerWorkload(Workload):
     """Transformer-big on WMT17 En-De (full) or a small Transformer on Multi30k (mini)."""
 
     name = "transformer"
     mlperf_name = "transformer"
+    data_sources = DATA_SOURCES
 
     def __init__(self, config):
         super().__init__(config)
         c = config
-        if c.data.source not in ("synthetic", "tfds", "multi30k"):
-            raise UsageError(
-                f"transformer: unknown data_source {c.data.source!r}; use synthetic, tfds or "
-                "multi30k."
-            )
         if (c.submission.division == "closed" and c.data.source == "tfds"
                 and c.data.tokenizer == "subword" and not c.data.get("vocab_file")):
             # A vocabulary built from tfds's copy of the corpora samples other lines than the
@@ -225,19 +256,18 @@ class TransformerWorkload(Workload):
         )
         return decoded
 
-    def eval_step(self, params, model_state, batch):
+    def eval_step(self, params, model_state, batch) -> EvalOutput:
         """Per-example decoded ids (and which example each row is): BLEU needs the host."""
-        return {"decoded": self.translate(params, batch["inputs"]),
-                "example_id": batch["example_id"]}
+        return EvalOutput(per_example={"decoded": self.translate(params, batch["inputs"]),
+                                       "example_id": batch["example_id"]})
 
-    def eval_finalize(self, results: Mapping[str, np.ndarray]) -> float:
+    def eval_finalize(self, results: EvalResults) -> float:
         """Corpus BLEU of the detokenized translations, as a fraction: sacreBLEU with the
         reference's settings (uncased, international tokenization; see the module docstring)."""
         if self.config.data.source == "synthetic":
             return 0.0  # synthetic data measures speed; there are no references
-        keep = np.asarray(results["mask"]) > 0
-        ids = np.asarray(results["example_id"])[keep]
-        hyps = self.tokenizer().decode(np.asarray(results["decoded"])[keep])
+        ids = np.asarray(results.per_example["example_id"])
+        hyps = self.tokenizer().decode(np.asarray(results.per_example["decoded"]))
         _, references = self.eval_data()
         if sorted(ids.tolist()) != list(range(len(references))):
             raise ValueError(
@@ -246,24 +276,29 @@ class TransformerWorkload(Workload):
         return corpus_bleu([hyps[i] for i in order], [references[i] for i in ids[order]],
                            self.config.eval.bleu_tokenize)
 
+    def synthetic_eval_batch(self, rng: jax.Array, batch_size: int) -> Batch:
+        """Eval batches are source sentences, not packed rows: random (non-special) source
+        tokens of the eval input length, ending in EOS, numbered by example."""
+        ids = jax.random.randint(rng, (batch_size, self.eval_input_len), 3,
+                                 self.config.model.vocab_size, jnp.int32)
+        return {"inputs": ids.at[:, -1].set(model_lib.EOS_ID),
+                "example_id": jnp.arange(batch_size, dtype=jnp.int32)}
+
     # ---- data -----------------------------------------------------------------------------------
     def prepare(self) -> None:
         """Offline: read the corpora, build the vocabulary, tokenize and pack (`prepared.py`)."""
         c = self.config
         if c.data.source == "synthetic":
             return
-        if c.data.source == "multi30k":
-            ip.check_multi30k(c.data.dir, (c.data.source_lang, c.data.target_lang),
-                              ("train", c.data.eval_split))
+        self.data_source().check(self)
         prepared.prepare(c, lambda: ip.read_train_corpora(c), lambda: ip.read_eval(c))
 
     def check_data(self) -> None:
-        """Before any compute: the prepared data exists and its eval inputs fit (manifest and
-        paths only: the data itself is read after run_start)."""
+        """Before any compute: the source's files (`DATA_SOURCES`), then the prepared data
+        exists and its eval inputs fit (manifest and paths only: the data itself is read after
+        run_start)."""
         c = self.config
-        if c.data.source == "multi30k":
-            ip.check_multi30k(
-                c.data.dir, (c.data.source_lang, c.data.target_lang), ("train", c.data.eval_split))
+        super().check_data()
         manifest = self.manifest()
         if manifest["vocab_size"] > c.model.vocab_size:
             raise UsageError(
@@ -287,19 +322,6 @@ class TransformerWorkload(Workload):
             self._host["eval"] = prepared.load_eval(self.config)
         return self._host["eval"]
 
-    def train_batches(
-        self, start_step: int, process_index: int, process_count: int
-    ) -> Iterator[Batch]:
-        """Prepared packed rows, reshuffled every epoch by (seed, epoch)."""
-        sources, targets, rows = prepared.load_train(self.config)
-        return ip.train_batches(ip.Pairs(sources, targets, []), rows, self.config, start_step,
-                                process_index, process_count)
-
-    def eval_batches(self, process_index: int, process_count: int) -> Iterator[Batch]:
-        """The whole eval split in fixed-shape batches padded with mask 0."""
-        return ip.eval_batches(self.eval_data()[0], self.config.eval.batch_size,
-                               self.eval_input_len, process_index, process_count)
-
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """One segment per row of random (non-special) tokens."""
         c = self.config
@@ -313,13 +335,6 @@ class TransformerWorkload(Workload):
             "inputs_position": position, "targets_position": position,
             "inputs_segmentation": ones, "targets_segmentation": ones,
         }
-
-    def describe(self) -> dict[str, Any]:
-        """The base description, plus why a closed config runs as open division (if it does)."""
-        out = super().describe()
-        if self.config.submission.get("open_division_reason"):
-            out["open_division_reason"] = self.config.submission.open_division_reason
-        return out
 
     # ---- log ----------------------------------------------------------------------------------
     def mllog_hyperparameters(self) -> dict[str, Any]:

@@ -12,7 +12,6 @@ def bert_base_config() -> ml_collections.ConfigDict:
     c = base_config()
     c.workload = "bert"
     c.eval.target_metric = "masked_lm_accuracy"
-    c.model.num_classes = 2  # next-sentence labels (what the harness's synthetic eval draws)
 
     # Model: the fields of a TF bert_config.json (BERT-large defaults).
     c.model.update(dict(

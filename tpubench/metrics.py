@@ -1,0 +1,152 @@
+"""Metrics a person can watch while a run trains: `<workdir>/metrics.jsonl` and TensorBoard event
+files under `<workdir>/tensorboard/` (`tensorboard --logdir <workdir>/tensorboard`).
+
+    train/loss, train/accuracy, ...  one record per dispatch of K steps, at the step it ends on:
+                                     the means over its K steps (`steps._dispatch_metrics`), as
+                                     the train step returned them
+    train/learning_rate              `Workload.learning_rate(step - 1)`: the rate of the
+                                     dispatch's last update (steps count from 0)
+    train/examples_per_s             per block (the dispatches between two evals), on the block's
+                                     last record: samples / the block's stopwatch
+    eval/<target metric>, eval/time_s  one record per eval
+
+Nothing here reads the device inside a block: the loop reads every dispatch's metrics in one host
+read after the block's stopwatch has waited for them (so the read never stalls the device), one
+block late, and hands them here as numpy. Learning rates are computed before run_start, for every
+step a record will carry, in one compiled call (an eager jnp op on the clock would compile there).
+Only process 0 writes.
+
+The writers keep the method names of `clu.metric_writers.MetricWriter` (`write_scalars`, `flush`,
+`close`). clu's own TensorBoard writer is not used: importing `clu.metric_writers` imports
+TensorFlow (several seconds of untimed init on every run, measured here); tensorboard's own
+pure-python `EventFileWriter` (the one `torch.utils.tensorboard` uses) writes the same files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+JSONL_NAME = "metrics.jsonl"
+TENSORBOARD_DIR = "tensorboard"
+
+
+class JsonlWriter:
+    """One JSON object per `write_scalars` call: {"step", "wall_time", <scalars>}, appended (a
+    resumed run continues the same file)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = pathlib.Path(path)
+        self._file = open(self.path, "a")  # noqa: SIM115 - closed by close()
+
+    def write_scalars(self, step: int, scalars: Mapping[str, float]) -> None:
+        record = {"step": int(step), "wall_time": time.time()}
+        record.update({k: float(v) for k, v in scalars.items()})
+        self._file.write(json.dumps(record) + "\n")
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class TensorBoardWriter:
+    """Scalars as TensorBoard event files (tensorboard's pure-python writer; no TensorFlow)."""
+
+    def __init__(self, logdir: str | os.PathLike):
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        self.logdir = pathlib.Path(logdir)
+        self._event, self._summary = event_pb2.Event, summary_pb2.Summary
+        self._writer = EventFileWriter(os.fspath(logdir))
+
+    def write_scalars(self, step: int, scalars: Mapping[str, float]) -> None:
+        values = [self._summary.Value(tag=k, simple_value=float(v)) for k, v in scalars.items()]
+        self._writer.add_event(self._event(wall_time=time.time(), step=int(step),
+                                           summary=self._summary(value=values)))
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def learning_rates(workload: Any, steps: Sequence[int]) -> dict[int, float]:
+    """{step: workload.learning_rate(step)} for every step in `steps`, in one compiled call (the
+    schedules are jnp functions of the step), as host floats. Call before run_start."""
+    steps = sorted(set(int(s) for s in steps))
+    if not steps:
+        return {}
+    values = jax.jit(jax.vmap(workload.learning_rate))(np.asarray(steps, np.int32))
+    values = np.broadcast_to(np.asarray(jax.device_get(values), np.float64), (len(steps),))
+    return dict(zip(steps, values.tolist(), strict=True))
+
+
+class RunMetrics:
+    """The run's metric files; a no-op on every process but 0 (`enabled=False`)."""
+
+    def __init__(self, workdir: str | os.PathLike, workload: Any, record_steps: Iterable[int],
+                 enabled: bool = True):
+        self.enabled = enabled
+        self.workdir = pathlib.Path(workdir)
+        self.eval_key = f"eval/{workload.target.metric}"
+        self._writers: list[Any] = []
+        self._lr: dict[int, float] = {}
+        if enabled:
+            self._lr = learning_rates(workload, [max(0, s - 1) for s in record_steps])
+            self._writers = [JsonlWriter(self.workdir / JSONL_NAME),
+                             TensorBoardWriter(self.workdir / TENSORBOARD_DIR)]
+
+    def files(self) -> dict[str, str] | None:
+        """What summary.json names (None on processes that write nothing)."""
+        if not self.enabled:
+            return None
+        return {"jsonl": str(self.workdir / JSONL_NAME),
+                "tensorboard": str(self.workdir / TENSORBOARD_DIR)}
+
+    def _write(self, step: int, scalars: Mapping[str, float]) -> None:
+        for w in self._writers:
+            w.write_scalars(step, scalars)
+
+    def train_block(self, dispatches: Sequence[tuple[int, Mapping[str, Any]]],
+                    examples_per_s: float) -> None:
+        """One record per dispatch of a finished block: (end step, its metrics on the host)."""
+        if not self.enabled:
+            return
+        for i, (step, metrics) in enumerate(dispatches):
+            scalars = {f"train/{k}": _scalar(v) for k, v in metrics.items()
+                       if k not in ("finite", "last_loss")}
+            scalars["train/learning_rate"] = self._lr[max(0, step - 1)]
+            if i == len(dispatches) - 1:
+                scalars["train/examples_per_s"] = examples_per_s
+            self._write(step, scalars)
+
+    def eval(self, step: int, quality: float, seconds: float) -> None:
+        """One record per eval."""
+        if self.enabled:
+            self._write(step, {self.eval_key: quality, "eval/time_s": seconds})
+            self.flush()
+
+    def flush(self) -> None:
+        for w in self._writers:
+            w.flush()
+
+    def close(self) -> None:
+        for w in self._writers:
+            w.close()
+        self._writers = []
+
+
+def _scalar(value: Any) -> float:
+    """A dispatch metric on the host: a scalar, or (pmap) one equal copy per device."""
+    return float(np.ravel(np.asarray(value))[0])
