@@ -133,7 +133,7 @@ def test_an_unusable_cache_dir_is_a_usage_error(tmp_path, capsys):
 def test_cache_settings_keep_an_mlperf_config_closed():
     """The cache changes no computed value: overriding it leaves the full config closed
     division. Bites: the keys missing from division.HARNESS (open, with reasons; tried)."""
-    cfg = config_lib.load("resnet", "full", ["compile_cache=false",
-                                             f"compile_cache_dir={os.sep}tmp{os.sep}c"])
+    cfg = config_lib.load("resnet", "full", ["--config.run.compile_cache=false",
+                                             f"--config.run.compile_cache_dir={os.sep}tmp{os.sep}c"])
     assert cfg.is_mlperf is True and tuple(cfg.submission.open_reasons) == ()
     assert cfg.run.compile_cache is False
