@@ -568,5 +568,5 @@ def test_mini_reaches_its_target_at_the_measured_step(tmp_path, seed):
     steps_seen = [h["samples"] // 32 for h in s["quality_history"]]
     assert s["status"] == "success", s["quality_history"]
     assert abs(s["steps"] - want) <= 50, (s["steps"], s["quality_history"])
-    assert s["final_quality"] >= _config("mini").target_value
+    assert s["final_quality"] >= _config("mini").eval.target_value
     assert steps_seen == list(range(50, s["steps"] + 1, 50))

@@ -101,7 +101,7 @@ def test_accuracy_mode_on_a_trained_model_matches_every_direct_prediction(traine
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert rc == 0 and summary["accuracy_met"] is True
     assert summary["accuracy"] == pytest.approx(trained["final_quality"], abs=1e-9)
-    assert summary["accuracy"] >= config_lib.load("bert", "mini", {}).target_value
+    assert summary["accuracy"] >= config_lib.load("bert", "mini", {}).eval.target_value
 
     workload = registry.create(config_lib.load("bert", "mini", {}))
     samples = inference.load_eval_samples(workload)

@@ -81,9 +81,9 @@ def test_run_counts_and_benchmarks_are_the_summarizers():
 @pytest.mark.parametrize("workload", ["resnet", "transformer", "bert", "dlrm"])
 def test_full_configs_take_their_target_from_the_rules(workload, monkeypatch):
     """Bites: a full config with its own literal target_value (e.g. bert's old `0.712`)."""
-    assert config.load(workload, "full").target_value == rules.target_value(workload)
+    assert config.load(workload, "full").eval.target_value == rules.target_value(workload)
     monkeypatch.setitem(rules.TARGETS, workload, ("x", {"quality": 0.123}))
-    assert config.load(workload, "full").target_value == 0.123
+    assert config.load(workload, "full").eval.target_value == 0.123
 
 
 def test_report_targets_follow_the_rules(monkeypatch):

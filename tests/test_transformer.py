@@ -355,7 +355,7 @@ def test_bleu_is_the_reference_compute_bleu():
     expected = _reference_bleu(BLEU_REFS, BLEU_HYPS)
     np.testing.assert_allclose(corpus_bleu(BLEU_HYPS, BLEU_REFS), expected, rtol=1e-6)
     assert abs(corpus_bleu(BLEU_HYPS, BLEU_REFS, "13a") - expected) > 0.01
-    assert _config("full").bleu_tokenize == _config("mini").bleu_tokenize == "intl"
+    assert _config("full").eval.bleu_tokenize == _config("mini").eval.bleu_tokenize == "intl"
 
 
 def test_eval_finalize_scores_translations_in_example_order(mini_workload):
