@@ -7,10 +7,12 @@ writes every executable, the second loads them. It prints both runs' `init_s` fr
 side by side, the whole process's wall time, how many entries the cache holds after each run,
 and the medians over the repeats. With `--off`, each repeat also runs once with
 `--config.run.compile_cache=false`, the init of a run without any cache (what the first run's cache
-writes cost shows as first minus off).
+writes cost shows as first minus off). Each run stops at the first eval after `--budget_s`
+seconds of the timed region (`--config.run.max_time_s`; 0 = train to the target): the init is what
+is measured, and the budget leaves it untouched.
 
     JAX_PLATFORMS=cpu python benchmarks/compile_cache.py [--repeats=3] [--workload=resnet] \\
-        [--config=mini] [--off] [--config.KEY=VALUE ...]
+        [--config=mini] [--budget_s=1] [--off] [--config.KEY=VALUE ...]
 
 Issue 10.7's goal: the ResNet mini's second-run init at most 3 s.
 """
@@ -58,10 +60,14 @@ def main() -> None:
     p.add_argument("--workload", default="resnet")
     p.add_argument("--config", default="mini")
     p.add_argument("--off", action="store_true", help="also time a run without any cache")
+    p.add_argument("--budget_s", type=float, default=1.0,
+                   help="stop each run at the first eval after this many timed seconds (0: none)")
     args, overrides = p.parse_known_args()
     bad = [o for o in overrides if not o.startswith("--config.")]
     if bad:
         p.error(f"unrecognized arguments: {' '.join(bad)}")
+    if args.budget_s:
+        overrides = [f"--config.max_time_s={args.budget_s}", *overrides]
     rows = []
     root = pathlib.Path(tempfile.mkdtemp(prefix="tpubench-compile-cache-"))
     try:

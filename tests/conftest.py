@@ -47,6 +47,8 @@ for _name in ("TPUBENCH_DATA_DIR", "JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMP
 # JAX's persistent compilation cache (tpubench/compile_cache.py): one for the session, under
 # TPUBENCH_CACHE_DIR above, shared by this process and every child, so an executable compiled by
 # one test is loaded by the next. TPUBENCH_TEST_COMPILE_CACHE=0 runs the session without it.
+# Measured: tests/test_cli.py + test_timing.py (41 tests), both ways at once on the loaded 2-core
+# machine: 1,888 s with it, 2,285 s without.
 COMPILE_CACHE = os.environ.pop("TPUBENCH_TEST_COMPILE_CACHE", "1") != "0"
 os.environ["TPUBENCH_COMPILE_CACHE"] = "1" if COMPILE_CACHE else "0"
 

@@ -211,6 +211,30 @@ def _rerun(workdir) -> subprocess.CompletedProcess:
                                                       for k, v in SHORT.items()))
 
 
+def test_a_preemption_dropped_by_a_finaliser_prints_no_traceback():
+    """SIGTERM during init can land inside a GC callback (seen with JAX's), where Python drops the
+    handler's exception with an "Exception ignored ... Traceback" on stderr; the flag still stops
+    the run before run_start, so that report is noise. Other dropped exceptions stay reported.
+    Bites: without the unraisable hook installed by `preemption.install()`, stderr holds the
+    PreemptedBeforeRun traceback."""
+    code = (
+        "from tpubench import preemption\n"
+        "preemption.install()\n"
+        "class Dropped:\n"
+        "    def __del__(self):\n"
+        "        raise preemption.PreemptedBeforeRun('in a finaliser')\n"
+        "class Other:\n"
+        "    def __del__(self):\n"
+        "        raise ValueError('still reported')\n"
+        "Dropped(); Other()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "PreemptedBeforeRun" not in done.stderr and "in a finaliser" not in done.stderr
+    assert "ValueError: still reported" in done.stderr
+
+
 def test_sigterm_during_init_exits_cleanly_and_the_rerun_starts_over(tmp_path):
     """Bites: without the handler installed at process start, SIGTERM kills the process (exit
     -15, the code a preemptible VM's scheduler reads as a crash)."""

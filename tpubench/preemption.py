@@ -20,6 +20,7 @@ on a common step through `multihost_utils.reached_preemption_sync_point`: `Flag.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -62,10 +63,26 @@ def reset() -> None:
     _STATE.event.clear()
 
 
+_previous_unraisable = sys.unraisablehook
+
+
+def _quiet_unraisable(unraisable: Any) -> None:
+    """Python reports an exception raised inside a finaliser or GC callback as "Exception
+    ignored ... Traceback" on stderr. A `PreemptedBeforeRun` dropped that way is not an error:
+    the flag is set and `check_before_run` raises it again before run_start."""
+    if isinstance(unraisable.exc_value, PreemptedBeforeRun):
+        return
+    _previous_unraisable(unraisable)
+
+
 def install() -> None:
     """Route SIGTERM through this module from now on (main thread only; idempotent)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _handle)
+        global _previous_unraisable
+        if sys.unraisablehook is not _quiet_unraisable:
+            _previous_unraisable = sys.unraisablehook
+            sys.unraisablehook = _quiet_unraisable
 
 
 def installed() -> bool:

@@ -18,6 +18,8 @@ class Progress:
     `run_start_unix`: wall time of the first attempt's run_start (None before it).
     `init_s`: the first attempt's untimed init (init_start to init_stop).
     `train_s` / `eval_s`: seconds inside train blocks / evals, summed over attempts.
+    `input_start_s`: seconds opening the train dataset (in-memory sources read it then), on the
+      clock, summed over attempts (a part of summary.json's `other_s`).
     `history`: one {"elapsed_s", "samples", "quality"} per eval.
     `attempts`: processes that have run this run (1 + resumes).
     `cache_clear`: whether the page cache really was flushed before init (what the log says).
@@ -27,6 +29,7 @@ class Progress:
     init_s: float = 0.0
     train_s: float = 0.0
     eval_s: float = 0.0
+    input_start_s: float = 0.0
     history: list[dict[str, float]] = dataclasses.field(default_factory=list)
     attempts: int = 0
     cache_clear: bool = False

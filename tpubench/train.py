@@ -256,9 +256,11 @@ def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -
     pi, pc = jax.process_index(), jax.process_count()
     feed = None
     if ctx.source != "synthetic":
+        watch = Stopwatch()  # opening (in-memory sources: reading) the dataset, on the clock
         stacked = data.stack_blocks(workload.train_batches(step, pi, pc),
                                     _dispatch_sizes(cadence, step))
         feed = data.Prefetcher(stacked, lambda b: eng.put(b, stacked=True))
+        progress.input_start_s += watch.stop()
     status, error, quality, dispatch = "aborted", None, float("nan"), 0
     with preemption.Flag(pc) as preempt, eng.context():
         try:
@@ -389,9 +391,11 @@ def _summarize(ctx: RunContext, progress: Progress, outcome: Outcome) -> dict:
         "init_s": progress.init_s,
         "train_s": train_s,
         "eval_s": eval_s,
-        # On the clock but neither training nor eval: input start-up, host work between blocks,
-        # checkpoints on the eval cadence, and for resumed runs the outage and re-init.
+        # On the clock but neither training nor eval: input start-up (input_start_s: opening
+        # the dataset; the in-memory minis read it here), host work between blocks (metrics,
+        # logs), checkpoints on the eval cadence, and for resumed runs the outage and re-init.
         "other_s": run_s - train_s - eval_s,
+        "input_start_s": progress.input_start_s,
         "train_examples_per_s": samples / train_s if train_s else 0.0,
         "flops_per_step": flops,
         "mfu": _finite_or_none(perf.mfu(flops, step, train_s, peak)),
