@@ -67,7 +67,7 @@ def main() -> None:
     if bad:
         p.error(f"unrecognized arguments: {' '.join(bad)}")
     if args.budget_s:
-        overrides = [f"--config.max_time_s={args.budget_s}", *overrides]
+        overrides = [f"--config.run.max_time_s={args.budget_s}", *overrides]
     rows = []
     root = pathlib.Path(tempfile.mkdtemp(prefix="tpubench-compile-cache-"))
     try:

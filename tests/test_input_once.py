@@ -11,10 +11,10 @@ from tpubench import config as config_lib
 from tpubench import train
 from workloads.resnet import input_pipeline
 
-SHORT = {"data_source": "digits", "dataset": "sklearn_digits", "image_size": 8,
-         "train_samples": 1437, "eval_samples": 360, "eval_batch_size": 120,
-         "model.num_filters": 8, "eval_every_samples": 5 * 32, "max_train_samples": 15 * 32,
-         "target_value": 1.1, "steps_per_dispatch": 5}
+SHORT = {"data.source": "digits", "data.dataset": "sklearn_digits", "data.image_size": 8,
+         "data.train_samples": 1437, "eval.samples": 360, "eval.batch_size": 120,
+         "model.num_filters": 8, "eval.every_samples": 5 * 32, "run.max_train_samples": 15 * 32,
+         "eval.target_value": 1.1, "run.steps_per_dispatch": 5}
 
 
 def test_the_dataset_is_read_once_and_its_read_is_accounted(tmp_path):
