@@ -230,12 +230,13 @@ def test_lamb_does_not_decay_layer_norms_and_biases():
 
 
 def test_adamw_option_decays_like_adamw_and_skips_layer_norms_and_biases():
-    """`optimizer="adamw"`: with zero gradients the update is -lr * weight_decay * param on
+    """`optimizer.name="adamw"`: with zero gradients the update is -lr * weight_decay * param on
     kernels (AdamW's decoupled decay, no trust ratio) and zero on LayerNorms and biases; an
     unknown optimizer name is a usage error.
     Bites: dispatching "adamw" to LAMB (the kernel update is -lr * ||w||/||w|| * w = -w)."""
-    w = BertWorkload(_config("smoke", optimizer="adamw", **{"optimizer.learning_rate": 1.0,
-                                                            "optimizer.weight_decay": 0.5}))
+    w = BertWorkload(_config("smoke", **{"optimizer.name": "adamw",
+                                         "optimizer.learning_rate": 1.0,
+                                         "optimizer.weight_decay": 0.5}))
     params, _ = jax.jit(lambda r: nn.meta.unbox(w.init(r)))(jax.random.PRNGKey(0))
     tx = w.optimizer()
     updates, _ = jax.jit(
@@ -246,8 +247,8 @@ def test_adamw_option_decays_like_adamw_and_skips_layer_norms_and_biases():
     kernel = params["layer_0"]["intermediate"]["kernel"]
     np.testing.assert_allclose(updates["layer_0"]["intermediate"]["kernel"], -0.5 * kernel,
                                rtol=1e-5)
-    with pytest.raises(UsageError, match="optimizer='sgd'"):
-        BertWorkload(_config("smoke", optimizer="sgd")).check_data()
+    with pytest.raises(UsageError, match="optimizer.name='sgd'"):
+        BertWorkload(_config("smoke", **{"optimizer.name": "sgd"})).check_data()
 
 
 # ---- data ---------------------------------------------------------------------------------------

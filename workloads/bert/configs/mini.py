@@ -35,7 +35,8 @@ words; strongest baseline bidi-5 +copy 0.1937, markov +copy 0.1929) reaches, see
 at step 1200 / 950, 0.1937 at 1900 / 1350, 0.2052 / 0.2085 at step 2400 (standalone loop of the
 same code, evals every 50 steps): above every baseline, but by only ~2 standard errors of this
 eval set.
-Also measured (2026-12-01, not adopted: no clear margin), seq 16 with every held-out window as
+Also measured (2026-12-01, not adopted: no clear margin; keys as named before the sectioned
+config schema), seq 16 with every held-out window as
 the eval set and a smaller vocabulary: max_seq_length=16 model.max_position_embeddings=16
 max_predictions_per_seq=2 (round(15% of 13 words)) eval_samples=5936 model.vocab_size=1024
 optimizer=adamw learning_rate=0.001 warmup_steps=50 train_steps=1500 lamb_beta_2=0.98
