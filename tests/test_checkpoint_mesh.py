@@ -37,5 +37,6 @@ def test_data_parallel_checkpoint_restores_fsdp_on_fewer_devices_equal_to_the_sa
     assert restored["different"] == []
     assert restored["step"] == worker.SAVED_STEPS
     assert restored["progress"] == {"train_s": 1.5, "attempts": 1, "eval_s": 0.0, "init_s": 0.0,
-                                    "run_start_unix": None, "cache_clear": False,
+                                    "input_start_s": 0.0, "run_start_unix": None,
+                                    "cache_clear": False,
                                     "history": [{"samples": 48, "quality": 0.25}]}

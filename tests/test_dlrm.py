@@ -271,7 +271,7 @@ def test_smoke_one_train_and_eval_step_through_the_criteo_tsv_reader(tmp_path):
 def test_full_config_log_fails_only_the_quality_target(tmp_path):
     smoke = config_lib.load("dlrm", "smoke")
     summary = _run(tmp_path, "full", **{"data.source": "synthetic", "model.dtype": "float32",
-                                        "model.table_sizes": smoke.table_sizes,
+                                        "model.table_sizes": smoke.model.table_sizes,
                                         "model.embedding_dim": 8, "model.bottom_mlp": (16, 8),
                                         "model.top_mlp": (16, 1),
                                         "run.embedding_shard_min_rows": 256,
@@ -330,8 +330,8 @@ import numpy as np
 from tpubench import config as config_lib, engine, mesh as mesh_lib, registry
 data_dir, steps, mesh = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 cfg = config_lib.load("dlrm", "smoke", {
-    "data_source": "criteo_tsv", "data_dir": data_dir, "learning_rate": 0.5,
-    "warmup_steps": 0, "lr_decay_start_steps": 1000, **mesh})
+    "data.source": "criteo_tsv", "data.dir": data_dir, "optimizer.learning_rate": 0.5,
+    "schedule.warmup_steps": 0, "schedule.decay_start_step": 1000, **mesh})
 w = registry.create(cfg)
 eng = engine.JitEngine(w, mesh_lib.build_mesh(cfg))
 specs = {k: str(v.spec) for k, v in eng.state_shardings.params.items() if k.startswith("emb")}

@@ -154,7 +154,7 @@ def fit(config: Any, topology_name: str) -> FitReport:
                          "Drop --config.run.parallelism=pmap.")
     mesh = mesh_lib.build_mesh(config, devices=topo.devices())
     mesh_lib.check_batch(config.data.global_batch_size, mesh)
-    mesh_lib.check_batch(config.eval.batch_size, mesh, "eval_batch_size")
+    mesh_lib.check_batch(config.eval.batch_size, mesh, "eval.batch_size")
     peak, hbm, bandwidth = _peaks(topo, config.model.dtype)
     base = dict(workload=workload.name, config=config.config_name, topology=topo.name,
                 devices=topo.device_count, mesh=dict(mesh.shape),

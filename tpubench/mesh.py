@@ -113,7 +113,7 @@ def batch_divisor(mesh: Mesh) -> int:
     return mesh.shape["data"] * mesh.shape["fsdp"]
 
 
-def check_batch(global_batch_size: int, mesh: Mesh, what: str = "global_batch_size") -> None:
+def check_batch(global_batch_size: int, mesh: Mesh, what: str = "data.global_batch_size") -> None:
     """`UsageError` unless the batch splits evenly over the batch axes and processes."""
     ways = batch_divisor(mesh)
     if global_batch_size % ways:

@@ -154,7 +154,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         workload.check_data()
     mesh = mesh_lib.build_mesh(config)
     mesh_lib.check_batch(config.data.global_batch_size, mesh)
-    mesh_lib.check_batch(config.eval.batch_size, mesh, "eval_batch_size")
+    mesh_lib.check_batch(config.eval.batch_size, mesh, "eval.batch_size")
     cadence = Cadence.from_config(config, workload.train_samples)
     start_step = checkpoint.latest_step(workdir)
     if jax.process_index() == 0:
