@@ -78,9 +78,15 @@ class Engine:
         return b / (bucket.best_latency_s or bucket.latency_s)
 
     def latency_estimate_ms(self, batch: int) -> float:
-        """Measured latency of the smallest bucket that holds `batch` samples."""
+        """The best measured latency of the smallest bucket that holds `batch` samples.
+
+        The best, not the typical: LoadGen pre-generates min_duration / expected_latency
+        queries, so an over-estimate (one slow warm-up call on a busy host) leaves too few to
+        fill the minimum duration and the run is INVALID ("min duration not met"), while an
+        under-estimate only makes it longer."""
         size = next((s for s in sorted(self.buckets) if s >= batch), max(self.buckets))
-        return self.buckets[size].latency_s * 1e3
+        bucket = self.buckets[size]
+        return (bucket.best_latency_s or bucket.latency_s) * 1e3
 
     def default_settings(
         self, scenario: Scenario, mode: Mode, profile: str, expected_qps: float = 0.0,
