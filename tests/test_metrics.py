@@ -142,11 +142,14 @@ def test_progress_round_trips_and_reads_old_checkpoint_dicts(tmp_path):
     """Bites: a field missing from `to_json` (it would restore as its default), or
     `from_json` refusing the `step` key and the old string-keyed dicts."""
     p = Progress(run_start_unix=12.5, init_s=1.0, train_s=2.0, eval_s=0.5, attempts=2,
-                 cache_clear=True, history=[{"elapsed_s": 3.0, "samples": 64, "quality": 0.5}])
+                 input_start_s=0.25, cache_clear=True,
+                 history=[{"elapsed_s": 3.0, "samples": 64, "quality": 0.5}])
     assert Progress.from_json(json.loads(json.dumps(p.to_json(7)))) == p
     old = {"train_s": 2.0, "eval_s": 0.5, "history": [], "attempts": 1, "cache_clear": False,
            "init_s": 1.0, "run_start_unix": 12.5, "step": 7}
-    assert Progress.from_json(old) == Progress(12.5, 1.0, 2.0, 0.5, [], 1, False)
+    assert Progress.from_json(old) == Progress(run_start_unix=12.5, init_s=1.0, train_s=2.0,
+                                               eval_s=0.5, history=[], attempts=1,
+                                               cache_clear=False)
     with checkpoint.manager(tmp_path) as mgr:
         state = {"w": np.arange(3.0, dtype=np.float32)}
         checkpoint.save(mgr, 7, state, p)
