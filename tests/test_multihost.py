@@ -41,8 +41,9 @@ def test_two_processes_train_the_mini_to_target_with_one_log(repo_root, tmp_path
     assert log.count('"key": "run_start"') == 1
     assert log.count('"key": "run_stop"') == 1
     assert '"status": "success"' in log
-    assert sorted(p.name for p in workdir.glob("*.txt")) == ["mlperf_log.txt"]
-    assert sorted(p.name for p in workdir.glob("*.json")) == ["summary.json"]
+    assert sorted(p.name for p in workdir.glob("*.txt")) == ["mlperf_log.txt", "sharding.txt"]
+    assert sorted(p.name for p in workdir.glob("*.json")) == ["sharding.json", "summary.json"]
+    assert len((workdir / "metrics.jsonl").read_text().splitlines()) > 0
     # Progress is printed by process 0 only.
     progress = [line for line in lines if "top1_accuracy" in line]
     assert progress and all(line.startswith("[p0] ") for line in progress)
