@@ -32,7 +32,10 @@ OVERRIDES = ("--config.data.source=digits", "--config.data.dataset=sklearn_digit
              "--config.eval.samples=360", "--config.eval.batch_size=120",
              "--config.model.num_filters=12",
              "--config.eval.target_value=1.1", "--config.eval.every_samples=320",
-             "--config.run.max_train_samples=2560")
+             "--config.run.max_train_samples=2560",
+             # The mini's schedule in epochs of these 1,437 digits (45 steps each): warmup 2,
+             # decay over 12 (the mini's own step counts are for 4,000 examples).
+             "--config.schedule.warmup_steps=90", "--config.schedule.train_steps=540")
 STEPS, EVAL_EVERY = 80, 10
 TIMEOUT_S = 1200  # per run; 2 cores shared with other jobs
 

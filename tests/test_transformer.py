@@ -544,6 +544,7 @@ def test_full_config_log_fails_only_the_quality_target(tmp_path):
                            "model.num_classes": 16, "model.emb_dim": 8, "model.num_heads": 1,
                            "model.num_layers": 1, "model.mlp_dim": 8, "eval.max_decode_len": 2,
                            "data.global_batch_size": 8, "eval.batch_size": 1001,
+                           "eval.samples": 1001,
                            "run.max_train_samples": 8, "eval.every_samples": 8})
     train.train_and_evaluate(c, tmp_path / "run")
     log = tmp_path / "run" / "mlperf_log.txt"
@@ -590,3 +591,14 @@ def test_mini_reaches_its_bleu_target_at_the_measured_step(seed, shared_data_dir
     assert summary["final_quality"] >= c.eval.target_value
     result = mllog.check_compliance(tmp_path / "run" / "mlperf_log.txt")
     assert result.valid, result.output
+
+
+def test_an_eval_of_nothing_is_a_usage_error_before_any_compute(tmp_path):
+    """The full config counts its eval sentences when its data is prepared; on synthetic data
+    nothing counts them, and an eval over zero examples would measure nothing.
+    Bites: dropping the check in `train_and_evaluate` (the run compiles, trains, then fails in
+    the eval with a ValueError)."""
+    c = _config("full", **{"data.source": "synthetic"})
+    with pytest.raises(UsageError, match="eval.samples is 0"):
+        train.train_and_evaluate(c, tmp_path / "run")
+    assert not (tmp_path / "run" / "mlperf_log.txt").exists()

@@ -48,6 +48,7 @@ from tpubench import mllog as mllog_lib
 from tpubench import sharding_report as sharding_lib
 from tpubench.cadence import Cadence, block_first_epoch, epochs_trained
 from tpubench.clock import Clock, Stopwatch, now_unix
+from tpubench.errors import UsageError
 from tpubench.metrics import RunMetrics
 from tpubench.mllog import constants
 from tpubench.profiling import StepProfiler
@@ -155,6 +156,11 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     mesh = mesh_lib.build_mesh(config)
     mesh_lib.check_batch(config.data.global_batch_size, mesh)
     mesh_lib.check_batch(config.eval.batch_size, mesh, "eval.batch_size")
+    if workload.eval_samples <= 0:
+        raise UsageError(
+            f"{workload.name}/{config.config_name}: eval.samples is {workload.eval_samples}, so "
+            "an eval would have nothing to measure. With data.source=synthetic set "
+            "--config.eval.samples=N (e.g. one eval batch); real data sets count it themselves.")
     cadence = Cadence.from_config(config, workload.train_samples)
     start_step = checkpoint.latest_step(workdir)
     if jax.process_index() == 0:
