@@ -220,32 +220,26 @@ def imagenet_eval(
         yield batch
 
 
-# ---- digits pipelines ----------------------------------------------------------------------------
-def digits_train(config, start_step, process_index, process_count):
-    """Mini train stream over the digits train split (deterministic in seed and step)."""
-    return data.in_memory_batches(
-        load_digits()["train"], config.data.global_batch_size, config.run.seed, start_step,
-        process_index, process_count,
-    )
+# ---- in-memory pipelines (digits, MNIST-5k) ---------------------------------------------------
+def _in_memory_source(load, what: str):
+    """(train, eval) stream functions over `load()`'s train/test arrays: train deterministic in
+    seed and step (the data position is the step), eval in order, padded with mask 0."""
+
+    def train(config, start_step, process_index, process_count):
+        return data.in_memory_batches(
+            load()["train"], config.data.global_batch_size, config.run.seed, start_step,
+            process_index, process_count,
+        )
+
+    def evaluate(config, process_index, process_count):
+        return data.in_memory_eval_batches(
+            load()["test"], config.eval.batch_size, process_index, process_count
+        )
+
+    train.__doc__ = f"Mini train stream over the {what} train split."
+    evaluate.__doc__ = f"Mini eval over the {what} held-out split."
+    return train, evaluate
 
 
-def digits_eval(config, process_index, process_count):
-    """Mini eval over the 360 held-out digits."""
-    return data.in_memory_eval_batches(
-        load_digits()["test"], config.eval.batch_size, process_index, process_count
-    )
-
-
-def mnist5k_train(config, start_step, process_index, process_count):
-    """Mini train stream over the MNIST-5k train split (deterministic in seed and step)."""
-    return data.in_memory_batches(
-        load_mnist5k()["train"], config.data.global_batch_size, config.run.seed, start_step,
-        process_index, process_count,
-    )
-
-
-def mnist5k_eval(config, process_index, process_count):
-    """Mini eval over the 1,000 held-out MNIST-5k digits."""
-    return data.in_memory_eval_batches(
-        load_mnist5k()["test"], config.eval.batch_size, process_index, process_count
-    )
+digits_train, digits_eval = _in_memory_source(load_digits, "sklearn digits (360 held out)")
+mnist5k_train, mnist5k_eval = _in_memory_source(load_mnist5k, "MNIST-5k (1,000 held out)")
