@@ -145,6 +145,27 @@ def test_a_resumed_run_equals_the_uninterrupted_one_and_its_clock_never_pauses(
     assert steps == list(range(1, 61))
 
 
+def test_a_preemption_at_an_eval_step_runs_that_eval_on_resume(straight, tmp_path, monkeypatch):
+    """SIGTERM on the last dispatch of a block (step 20, an eval step): the checkpoint is saved
+    before that block's eval, so the resumed run evaluates step 20 first. Bites: a loop that
+    resumes with the next block skips the eval at 20 (the history then lacks 640 samples: the
+    failure CI saw in the two-process preemption test)."""
+    workdir = tmp_path / "run"
+    _sigterm_after(monkeypatch, 20)
+    first = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 1}), workdir)
+    assert first["status"] == "preempted" and first["step"] == 20
+    monkeypatch.undo()
+    resumed = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 1}), workdir)
+    _, s = straight
+    assert [(h["samples"], h["quality"]) for h in resumed["quality_history"]] == [
+        (h["samples"], h["quality"]) for h in s["quality_history"]]
+    assert [h["samples"] for h in s["quality_history"]] == [640, 1280, 1920]
+    records = _log(workdir)
+    assert [r["metadata"]["epoch_num"] for r in records if r["key"] == "eval_accuracy"] == [
+        r["metadata"]["epoch_num"] for r in _log(straight[0]) if r["key"] == "eval_accuracy"]
+    _passes_checker_but_for_quality(workdir / "mlperf_log.txt")
+
+
 def test_sigterm_during_a_checkpoint_save_leaves_a_restorable_checkpoint(tmp_path, monkeypatch):
     """SIGTERM while the eval-cadence checkpoint is being written: the save completes, the run
     stops at the next dispatch with a second checkpoint, and the rerun resumes from it.

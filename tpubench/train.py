@@ -124,6 +124,7 @@ class RunContext:
     manager: Any = None  # orbax CheckpointManager
     metrics: RunMetrics | None = None
     profiler: StepProfiler | None = None
+    progress: Progress | None = None
 
     @property
     def config(self) -> ml_collections.ConfigDict:
@@ -252,10 +253,70 @@ def _run(ctx: RunContext, step: int) -> dict:
     return _loop(ctx, state, progress, Clock(progress.run_start_unix), step)
 
 
+def _eval_owed(progress: Progress, cadence: Cadence, step: int, gbs: int) -> bool:
+    """True when `step` is an eval step whose eval has not run: a preemption that landed on the
+    block's last dispatch saved the checkpoint before the eval, so the resumed run owes it."""
+    done = progress.history[-1]["samples"] if progress.history else 0
+    return step in cadence.eval_steps and done < step * gbs
+
+
+@dataclasses.dataclass
+class _Block:
+    """What one training block left: the state, the step and dispatch count it reached, and
+    whether SIGTERM stopped it."""
+
+    state: Any
+    step: int
+    dispatch: int
+    preempted: bool
+
+
+def _train_block(ctx: RunContext, state, step: int, dispatch: int, feed, preempt,
+                 cpu_wait: bool) -> _Block:
+    """The dispatches from `step` to the next eval (MLPerf's block), with no device-to-host read
+    inside it; then one host read of every dispatch's metrics (unless preempted)."""
+    c, log, cadence, compiled = ctx.config, ctx.log, ctx.cadence, ctx.compiled
+    gbs, ts = c.data.global_batch_size, ctx.workload.train_samples
+    stop = cadence.next_eval(step)
+    first = block_first_epoch(step * gbs, ts)
+    log.start(constants.BLOCK_START, metadata={
+        "first_epoch_num": first,
+        "epoch_count": max(epochs_trained((stop - step) * gbs, ts), 1e-4)})
+    watch, preempted, block_start_step = Stopwatch(), False, step
+    dispatch_metrics: list[dict[str, jax.Array]] = []
+    end_steps: list[int] = []
+    with jax.transfer_guard_device_to_host("disallow"):
+        for size in cadence.dispatches(step, stop):
+            fn = compiled.dispatch(size)
+            ctx.profiler.before_dispatch()
+            state, metrics = fn(state) if feed is None else fn(state, next(feed))
+            ctx.profiler.after_dispatch(size, metrics)
+            step, dispatch = step + size, dispatch + 1
+            dispatch_metrics.append(metrics)
+            end_steps.append(step)
+            if cpu_wait:
+                jax.block_until_ready(metrics)
+            elif len(dispatch_metrics) > 1:
+                jax.block_until_ready(dispatch_metrics[-2])
+            if preempt.reached(dispatch):
+                preempted = True
+                break
+    block_s = watch.stop(state)
+    ctx.progress.train_s += block_s
+    host_metrics = (jax.device_get(dispatch_metrics) if preempted
+                    else _read_block_metrics(dispatch_metrics, step))
+    ctx.metrics.train_block(list(zip(end_steps, host_metrics, strict=True)),
+                            (step - block_start_step) * gbs / block_s)
+    if step == stop:  # complete (SIGTERM may have come at its last dispatch)
+        log.end(constants.BLOCK_STOP, metadata={"first_epoch_num": first})
+    return _Block(state, step, dispatch, preempted)
+
+
 def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -> dict:
     workload, c, log, cadence = ctx.workload, ctx.config, ctx.log, ctx.cadence
     eng, compiled = ctx.engine, ctx.compiled
     gbs, kdisp, ts = c.data.global_batch_size, cadence.steps_per_dispatch, workload.train_samples
+    ctx.progress = progress
     # Back-pressure without reading the device: wait (block_until_ready) for the dispatch before
     # the previous one, so at most two are queued; simulated CPU devices need a tighter bound.
     cpu_wait = jax.devices()[0].platform == "cpu" and 2 * kdisp > c.run.cpu_max_steps_in_flight
@@ -271,41 +332,11 @@ def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -
     with preemption.Flag(pc) as preempt, eng.context():
         try:
             while True:
-                stop = cadence.next_eval(step)
-                first = block_first_epoch(step * gbs, ts)
-                log.start(constants.BLOCK_START, metadata={
-                    "first_epoch_num": first,
-                    "epoch_count": max(epochs_trained((stop - step) * gbs, ts), 1e-4)})
-                watch, preempted, block_start_step = Stopwatch(), False, step
-                dispatch_metrics: list[dict[str, jax.Array]] = []
-                end_steps: list[int] = []
-                with jax.transfer_guard_device_to_host("disallow"):
-                    for size in cadence.dispatches(step, stop):
-                        fn = compiled.dispatch(size)
-                        ctx.profiler.before_dispatch()
-                        state, metrics = fn(state) if feed is None else fn(state, next(feed))
-                        ctx.profiler.after_dispatch(size, metrics)
-                        step, dispatch = step + size, dispatch + 1
-                        dispatch_metrics.append(metrics)
-                        end_steps.append(step)
-                        if cpu_wait:
-                            jax.block_until_ready(metrics)
-                        elif len(dispatch_metrics) > 1:
-                            jax.block_until_ready(dispatch_metrics[-2])
-                        if preempt.reached(dispatch):
-                            preempted = True
-                            break
-                block_s = watch.stop(state)
-                progress.train_s += block_s
-                if preempted:
-                    ctx.metrics.train_block(
-                        list(zip(end_steps, jax.device_get(dispatch_metrics), strict=True)),
-                        (step - block_start_step) * gbs / block_s)
-                    return _preempt(ctx, state, progress, clock, step)
-                host_metrics = _read_block_metrics(dispatch_metrics, step)
-                ctx.metrics.train_block(list(zip(end_steps, host_metrics, strict=True)),
-                                        (step - block_start_step) * gbs / block_s)
-                log.end(constants.BLOCK_STOP, metadata={"first_epoch_num": first})
+                if not _eval_owed(progress, cadence, step, gbs):
+                    block = _train_block(ctx, state, step, dispatch, feed, preempt, cpu_wait)
+                    state, step, dispatch = block.state, block.step, block.dispatch
+                    if block.preempted:
+                        return _preempt(ctx, state, progress, clock, step)
                 epoch = epochs_trained(step * gbs, ts)
                 log.start(constants.EVAL_START, metadata={"epoch_num": epoch})
                 quality, eval_s = _evaluate(workload, eng, compiled, state, ctx.source)
