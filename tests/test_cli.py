@@ -250,3 +250,27 @@ def test_refusals_name_the_fix():
         config_lib.load("resnet", "mini", ["--config.run.mesh=3"])
     with pytest.raises(config_lib.UsageError, match="comes before --config"):
         entry.parse("resnet", ["--config.run.seed=1", "--config=mini", "--workdir=w"])
+
+
+@pytest.mark.parametrize("words", [w for w in SAME_ARGV if "--config.run.seed" != w[-1]],
+                         ids=lambda w: " ".join(w))
+def test_fit_prepare_and_infer_pass_the_same_override_words_as_run(words, none_field_config):
+    """`tpubench fit`, `prepare` and `infer` parse their own flags with argparse and hand the
+    override words to `config.load` (`config.split_overrides`): the space form's value word goes
+    with its flag, other words stay theirs. Bites: keeping only the words that start with
+    "--config." (the old filter: `--config.run.seed 3` then lost its 3 and became a refusal)."""
+    own = ["infer-or-fit-word", "--scenario", "Offline"]
+    overrides, rest = config_lib.split_overrides([own[0], *words, *own[1:]])
+    assert rest == own
+    assert overrides == words
+
+    def outcome(parse):
+        try:
+            return ("ok", parse().to_dict())
+        except config_lib.UsageError as e:
+            return ("error", str(e).split(" Usage:")[0])
+
+    by_run = outcome(lambda: cli.parse_run(["resnet", f"--config={none_field_config}",
+                                            "--workdir=w", *words])[0])
+    by_load = outcome(lambda: config_lib.load("resnet", none_field_config, overrides))
+    assert by_load == by_run

@@ -2,7 +2,6 @@
 without it (the Transformer mini on real Multi30k; the full pipeline is in test_transformer)."""
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -97,10 +96,10 @@ def test_eval_width_shorter_than_the_longest_prepared_source_is_refused(shared_d
     (["transformer", "--config=mini", "--bogus"], "unrecognized arguments --bogus"),
     (["transformer", "--config=mini", "--config.no_such_key=1"], "no_such_key"),
 ])
-def test_bad_prepare_input_is_a_usage_error(argv, match, capsys, tmp_path):
+def test_bad_prepare_input_is_a_usage_error(argv, match, capsys, tmp_path, monkeypatch):
     """Exit status 2 with one paragraph, nothing written. Bites: letting argparse's SystemExit
     escape, or accepting stray arguments."""
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # restored afterwards: later tests use relative paths
     with pytest.raises(UsageError, match=match):
         prepare_main(argv)
     assert cli.main(["prepare", *argv]) == 2

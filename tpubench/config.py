@@ -234,6 +234,30 @@ def _override_keys(argv: Sequence[str]) -> list[str]:
     return [m[1] for m in map(_OVERRIDE.match, argv) if m]
 
 
+def split_overrides(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(override words, other words) of a command line whose own parser is argparse (`tpubench
+    fit`, `prepare`, `infer`): `--config.KEY=VALUE`, `--noconfig.KEY`, and `--config.KEY VALUE`
+    (the value word goes with its flag when it does not start with "-"; a boolean written
+    `--config.KEY` is followed by another flag or by nothing)."""
+    overrides: list[str] = []
+    rest: list[str] = []
+    words = list(argv)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if _OVERRIDE.match(word):
+            overrides.append(word)
+            pair = ("=" not in word and not word.lstrip("-").startswith("no")
+                    and i + 1 < len(words) and not words[i + 1].startswith("-"))
+            if pair:
+                overrides.append(words[i + 1])
+                i += 1
+        else:
+            rest.append(word)
+        i += 1
+    return overrides, rest
+
+
 def _leaves(node: ml_collections.ConfigDict, prefix: str = "") -> list[str]:
     out = []
     for k, v in node.items():

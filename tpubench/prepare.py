@@ -26,21 +26,21 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("workload")
     parser.add_argument("--config", required=True, help="config name (mini, full, ...) or path")
+    overrides, words = config_lib.split_overrides(argv)
     try:
-        args, rest = parser.parse_known_args(argv)
+        args, rest = parser.parse_known_args(words)
     except SystemExit as e:  # argparse exits on bad input; make it one paragraph instead
         if e.code == 0:
             return 0
         raise UsageError(
             "Usage: tpubench prepare WORKLOAD --config=NAME [--config.KEY=VALUE ...] "
             "(the same config and overrides as the runs that will use the data).") from None
-    bad = [a for a in rest if not a.startswith("--config.")]
-    if bad:
+    if rest:
         raise UsageError(
-            f"tpubench prepare: unrecognized arguments {' '.join(bad)}; only "
+            f"tpubench prepare: unrecognized arguments {' '.join(rest)}; only "
             "--config.KEY=VALUE overrides may follow the workload and --config.")
     registry.workload_class(args.workload)  # unknown workload -> UsageError
-    cfg = config_lib.load(args.workload, args.config, rest)
+    cfg = config_lib.load(args.workload, args.config, overrides)
     if not cfg.workload:
         cfg.workload = args.workload
     workload = registry.create(cfg)

@@ -178,8 +178,9 @@ def headline(summary: dict[str, Any]) -> str:
 
 def main(argv: list[str]) -> int:
     """Entry point of `tpubench infer` (argv = the arguments after `infer`)."""
-    overrides = [a for a in argv if a.startswith("--config.")]
-    rest = [a for a in argv if not a.startswith("--config.")]
+    from tpubench import config as config_lib
+
+    overrides, rest = config_lib.split_overrides(argv)
     try:
         args = _parser().parse_args(rest)
         summary = run(args, overrides)
