@@ -191,10 +191,8 @@ def _check_data(config: Any) -> np.ndarray:
                          "(nycflights13) or --config=full with data.source=criteo_binary or "
                          "criteo_tsv.")
     path = str(config.eval.get("inference_quantile_file", "") or "")
-    if path:
+    if path or source != "flights":  # Criteo users need the reference's file: raises without
         return read_quantile_file(path)
-    if bool(config.get("is_mlperf", False)):
-        read_quantile_file(path)  # raises: the full config needs the reference's file
     return MINI_QUANTILE
 
 
@@ -227,5 +225,5 @@ def dlrm_inference_spec(workload: Any) -> InferenceSpec:
         measure_reference=None if is_full else (
             lambda p, s: training_eval_quality(workload, p, s)
         ),
-        batch_sizes=FULL_BATCH_SIZES if is_full else MINI_BATCH_SIZES,
+        batch_sizes=MINI_BATCH_SIZES if c.data.source == "flights" else FULL_BATCH_SIZES,
     )
