@@ -53,7 +53,10 @@ class QuerySampleLibrary:
         if splits is None:
             rows = np.asarray(indices, np.int64)
         else:
-            rows = np.concatenate([np.arange(splits[i], splits[i + 1]) for i in indices])
+            idx = np.asarray(indices, np.int64)
+            starts, counts = splits[idx], splits[idx + 1] - splits[idx]
+            first = np.cumsum(counts) - counts  # where each sample starts in the batch
+            rows = np.repeat(starts - first, counts) + np.arange(int(counts.sum()))
         idx = np.empty(batch_size, np.int64)
         idx[: len(rows)] = rows
         idx[len(rows) :] = rows[0]

@@ -89,6 +89,7 @@ class BatchingSUT:
         self.max_batch = min(int(max_batch), self.sizes[-1])  # rows, for variable-size samples
         self._rows = qsl.samples.sample_rows  # rows per sample (1 unless variable-size)
         self._variable = qsl.samples.row_splits is not None
+        self._row_counts = self._rows(range(qsl.total_count)).tolist() if self._variable else []
         self.max_wait_s = float(max_wait_s)
         self._pending: collections.deque = collections.deque()  # (id, index, arrival_s)
         self._cond = threading.Condition()
@@ -162,7 +163,7 @@ class BatchingSUT:
             return min(self.max_batch, len(self._pending)), len(self._pending) >= self.max_batch
         total = 0
         for n, item in enumerate(self._pending):
-            total += int(self._rows([item[1]])[0])
+            total += self._row_counts[item[1]]
             if total >= self.max_batch:
                 return (n + 1, True) if total == self.max_batch or n == 0 else (n, True)
         return len(self._pending), False
