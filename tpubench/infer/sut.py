@@ -8,6 +8,8 @@ Three threads meet here:
   * The completer blocks on the result (`block_until_ready`), copies it to the host and calls
     `QuerySamplesComplete`; the host array that the response pointers point into stays
     referenced until that call returns.
+Variable-size samples (`Samples.row_splits`, e.g. a DLRM user's pairs): a batch takes whole
+samples up to `max_batch` ROWS, buckets count rows, and each sample's response is its rows.
 Nothing is compiled during the run: `compile_buckets` builds one executable per batch size
 ahead of time, and an executable cannot recompile.
 """
