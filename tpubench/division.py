@@ -244,6 +244,10 @@ WORKLOADS: dict[str, dict[str, Tunable]] = {
         "run.embedding_rows_multiple": Tunable(
             f"{_GRAPH}; padding rows are never looked up (Data Representation: \"Mathematically "
             "equivalent padding\")"),
+        "eval.inference_variant": Tunable(
+            "read by `tpubench infer` only (dlrm-99 or dlrm-99.9); training never reads it"),
+        "eval.inference_quantile_file": Tunable(
+            "read by `tpubench infer` only (where the v0.7 reference's dist_quantile.txt is)"),
     },
     "transformer": {
         "data.global_batch_size": Tunable(

@@ -51,8 +51,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="Server: find the highest VALID target QPS in TRIES runs (default 6)")
     p.add_argument("--expected-qps", type=float, default=0.0,
                    help="Offline expected QPS / Server target QPS (default: from warm-up timing)")
-    p.add_argument("--batch-sizes", default="1,2,4,8,16,32,64",
-                   help="batch buckets compiled before the run")
+    p.add_argument("--batch-sizes", default=None,
+                   help="batch buckets compiled before the run (default: the spec's, else "
+                   "1,2,4,8,16,32,64)")
     p.add_argument("--max-batch", type=int, default=0, help="SUT batch cap (default: auto)")
     p.add_argument("--max-wait-ms", type=float, default=None,
                    help="Server: longest wait for a batch to fill (default: from the bound)")
@@ -92,11 +93,10 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     """Build the workload, its spec and the engine, then run the scenario or the search."""
     from tpubench import config as config_lib
     from tpubench import registry
-    from tpubench.infer.runner import Engine, server_search
+    from tpubench.infer.runner import DEFAULT_BATCH_SIZES, Engine, server_search
     from tpubench.infer.spec import inference_spec
 
     check_args(args)
-    batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
     cfg = config_lib.load(args.workload, args.config, overrides)
     with cfg.unlocked():
         cfg.workload = cfg.workload or args.workload
@@ -106,6 +106,10 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     workload = registry.create(cfg)
     spec = inference_spec(workload)
     params, model_state, source = _variables(workload, args.params)
+    if args.batch_sizes:
+        batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
+    else:
+        batch_sizes = list(spec.batch_sizes or DEFAULT_BATCH_SIZES)
     info = {"workload": args.workload, "config": cfg.get("config_name", args.config),
             "params": source}
     engine = Engine.prepare(spec, params, model_state, batch_sizes, info)
@@ -130,7 +134,7 @@ def check_args(args: argparse.Namespace) -> None:
                          f"{', '.join(sorted(PROFILES))} (quick: seconds, not an MLPerf result; "
                          "v0.7: the MLPerf Inference v0.7 durations, query counts and seeds).")
     try:
-        batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
+        batch_sizes = [int(b) for b in (args.batch_sizes or "1").split(",") if b]
     except ValueError as e:
         raise UsageError(f"--batch-sizes must be integers separated by commas, e.g. "
                          f"--batch-sizes=1,8,32 ({e}).") from e

@@ -46,12 +46,28 @@ class QuerySampleLibrary:
         self.loaded.difference_update(int(i) for i in indices)
 
     def gather(self, indices: Sequence[int], batch_size: int) -> PyTree:
-        """Host batch of `batch_size` rows: the samples at `indices`, padded by repeating the
-        first one (padding rows are computed and discarded, never reported)."""
+        """Host batch of `batch_size` rows: the samples at `indices` (all their rows, in order,
+        for variable-size samples), padded by repeating the first row (padding rows are
+        computed and discarded, never reported)."""
+        splits = self.samples.row_splits
+        if splits is None:
+            rows = np.asarray(indices, np.int64)
+        else:
+            idx = np.asarray(indices, np.int64)
+            starts, counts = splits[idx], splits[idx + 1] - splits[idx]
+            first = np.cumsum(counts) - counts  # where each sample starts in the batch
+            rows = np.repeat(starts - first, counts) + np.arange(int(counts.sum()))
         idx = np.empty(batch_size, np.int64)
-        idx[: len(indices)] = indices
-        idx[len(indices) :] = indices[0]
+        idx[: len(rows)] = rows
+        idx[len(rows) :] = rows[0]
         return jax.tree.map(lambda a: np.take(a, idx, axis=0), self.samples.inputs)
+
+    def leading_samples(self, rows: int) -> list[int]:
+        """The first samples whose rows fill at most `rows` (at least the first sample): the
+        batch a bucket is timed on before the run."""
+        sizes = self.samples.sample_rows(range(self.total_count))
+        n = int(np.searchsorted(np.cumsum(sizes), rows, side="right"))
+        return list(range(max(1, min(n, self.total_count))))
 
     def example_batch(self, batch_size: int) -> PyTree:
         """Shapes/dtypes of a batch of `batch_size` (for ahead-of-time compilation)."""

@@ -62,6 +62,11 @@ class Engine:
         t0 = time.perf_counter()
         samples = spec.load_samples()
         qsl = QuerySampleLibrary(samples, spec.performance_sample_count)
+        largest = int(samples.sample_rows(range(samples.count)).max())
+        if largest > max(batch_sizes):
+            raise UsageError(f"The largest {spec.mlperf_name} sample has {largest} rows, more "
+                             f"than the largest batch bucket ({max(batch_sizes)}): pass "
+                             f"--batch-sizes with a size >= {largest}.")
         t1 = time.perf_counter()
         buckets = compile_buckets(spec.apply, params, model_state, qsl, batch_sizes)
         out = jax.eval_shape(spec.apply, params, model_state, qsl.example_batch(1))
@@ -75,7 +80,15 @@ class Engine:
         the fastest warm-up run."""
         b = max_batch or max(self.buckets)
         bucket = self.buckets[b]
-        return b / (bucket.best_latency_s or bucket.latency_s)
+        return b / (bucket.best_latency_s or bucket.latency_s) / self.mean_sample_rows()
+
+    def mean_sample_rows(self) -> float:
+        """Rows per sample on average (1 unless samples are variable-size; buckets count
+        rows, LoadGen counts samples)."""
+        samples = self.qsl.samples
+        if samples.row_splits is None:
+            return 1.0
+        return float(samples.row_splits[-1] - samples.row_splits[0]) / samples.count
 
     def latency_estimate_ms(self, batch: int) -> float:
         """The best measured latency of the smallest bucket that holds `batch` samples.
@@ -84,6 +97,7 @@ class Engine:
         queries, so an over-estimate (one slow warm-up call on a busy host) leaves too few to
         fill the minimum duration and the run is INVALID ("min duration not met"), while an
         under-estimate only makes it longer."""
+        batch = int(np.ceil(batch * self.mean_sample_rows()))
         size = next((s for s in sorted(self.buckets) if s >= batch), max(self.buckets))
         bucket = self.buckets[size]
         return (bucket.best_latency_s or bucket.latency_s) * 1e3
@@ -211,13 +225,17 @@ class Engine:
 
     def accuracy(self, outdir: pathlib.Path) -> dict[str, Any]:
         """Decode LoadGen's accuracy log, compute the metric and the 99% check."""
-        rows = logs.read_accuracy_log(outdir, np.dtype(self.response.dtype), self.response.shape)
-        labels = self.qsl.samples.labels
-        missing = sorted(set(range(len(labels))) - set(rows))
+        samples = self.qsl.samples
+        variable = samples.row_splits is not None  # a response is the sample's rows
+        shape = (-1, *self.response.shape) if variable else self.response.shape
+        rows = logs.read_accuracy_log(outdir, np.dtype(self.response.dtype), shape)
+        labels = samples.labels
+        missing = sorted(set(range(samples.count)) - set(rows))
         if missing:
             raise RuntimeError(f"{len(missing)} samples missing from the accuracy log "
                                f"(first: {missing[:5]})")
-        outputs = np.stack([rows[i] for i in range(len(labels))])
+        join = np.concatenate if variable else np.stack
+        outputs = join([rows[i] for i in range(samples.count)])
         quality = float(self.spec.accuracy(outputs, labels))
         out: dict[str, Any] = {
             "quality_metric": self.spec.quality_metric,

@@ -26,15 +26,31 @@ PyTree = Any
 @dataclasses.dataclass(frozen=True)
 class Samples:
     """The eval set on the host, preprocessed: `inputs` is an array or a dict of arrays whose
-    leading dimension indexes samples; `labels` is whatever `accuracy` needs (leading dim too)."""
+    leading dimension indexes samples; `labels` is whatever `accuracy` needs (leading dim too).
+
+    Variable-size samples (`row_splits` given, [count + 1] nondecreasing offsets from 0): the
+    leading dimension of `inputs` and `labels` indexes rows, and sample i is rows
+    [row_splits[i], row_splits[i+1]) (a DLRM query sample: one user's user-item pairs). Batch
+    buckets then count rows, `apply` maps rows to rows, and a sample's response is its rows.
+    """
 
     inputs: PyTree
     labels: np.ndarray
+    row_splits: np.ndarray | None = None
 
     @property
     def count(self) -> int:
         """Number of samples."""
+        if self.row_splits is not None:
+            return int(len(self.row_splits) - 1)
         return int(self.labels.shape[0])
+
+    def sample_rows(self, indices: Any) -> np.ndarray:
+        """Rows per sample of `indices` (all 1 without `row_splits`)."""
+        idx = np.asarray(indices, np.int64)
+        if self.row_splits is None:
+            return np.ones(len(idx), np.int64)
+        return self.row_splits[idx + 1] - self.row_splits[idx]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +72,8 @@ class InferenceSpec:
       quality_fraction: the share of the reference to reach (0.99 for "-99" benchmarks).
       quality_metric: name of the metric `accuracy` returns.
       performance_sample_count: v0.7 `performance_sample_count` (samples LoadGen may load).
+      batch_sizes: the batch buckets compiled when the user names none (None: the harness's
+        default); for variable-size samples they count rows and must hold the largest sample.
       benchmark_model_and_data: True only when the config serves the MLPerf benchmark's own
         model on its own dataset (e.g. ResNet-50 v1.5 on ImageNet); anything else (a mini) is
         labelled "NOT AN MLPERF RESULT" whatever the profile (`tpubench.infer.labels`).
@@ -76,6 +94,7 @@ class InferenceSpec:
     performance_sample_count: int = 1024
     measure_reference: Callable[[PyTree, PyTree], float] | None = None
     benchmark_model_and_data: bool = False
+    batch_sizes: tuple[int, ...] | None = None
 
     @property
     def quality_target(self) -> float:
@@ -87,6 +106,7 @@ class InferenceSpec:
 _SPECS = {
     "resnet": "workloads.resnet.inference:resnet_inference_spec",
     "bert": "workloads.bert.inference:bert_inference_spec",
+    "dlrm": "workloads.dlrm.inference:dlrm_inference_spec",
 }
 
 

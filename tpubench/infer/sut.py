@@ -8,6 +8,8 @@ Three threads meet here:
   * The completer blocks on the result (`block_until_ready`), copies it to the host and calls
     `QuerySamplesComplete`; the host array that the response pointers point into stays
     referenced until that call returns.
+Variable-size samples (`Samples.row_splits`, e.g. a DLRM user's pairs): a batch takes whole
+samples up to `max_batch` ROWS, buckets count rows, and each sample's response is its rows.
 Nothing is compiled during the run: `compile_buckets` builds one executable per batch size
 ahead of time, and an executable cannot recompile.
 """
@@ -58,7 +60,7 @@ def compile_buckets(
     buckets = {}
     for b in sorted(set(int(b) for b in batch_sizes)):
         exe = jax.jit(apply).lower(params, model_state, qsl.example_batch(b)).compile()
-        indices = list(range(min(b, qsl.total_count)))
+        indices = qsl.leading_samples(b)
         times = []
         for _ in range(timing_repeats + 1):
             t0 = time.perf_counter()
@@ -86,7 +88,10 @@ class BatchingSUT:
         self.buckets = buckets
         self.sizes = sorted(buckets)
         self.params, self.model_state = params, model_state
-        self.max_batch = min(int(max_batch), self.sizes[-1])
+        self.max_batch = min(int(max_batch), self.sizes[-1])  # rows, for variable-size samples
+        self._rows = qsl.samples.sample_rows  # rows per sample (1 unless variable-size)
+        self._variable = qsl.samples.row_splits is not None
+        self._row_counts = self._rows(range(qsl.total_count)).tolist() if self._variable else []
         self.max_wait_s = float(max_wait_s)
         self._pending: collections.deque = collections.deque()  # (id, index, arrival_s)
         self._cond = threading.Condition()
@@ -143,8 +148,8 @@ class BatchingSUT:
             while True:
                 if self._pending:
                     waited = time.perf_counter() - self._pending[0][2]
-                    if len(self._pending) >= self.max_batch or waited >= self.max_wait_s:
-                        n = min(self.max_batch, len(self._pending))
+                    n, full = self._fitting()
+                    if full or waited >= self.max_wait_s:
                         return [self._pending.popleft() for _ in range(n)]
                     self._cond.wait(self.max_wait_s - waited)
                 elif self._stopping:
@@ -152,33 +157,53 @@ class BatchingSUT:
                 else:
                     self._cond.wait()
 
+    def _fitting(self) -> tuple[int, bool]:
+        """(n, full): the next batch is the n oldest pending samples, and it is full (waiting
+        cannot add to it): `max_batch` samples, or for variable-size samples as many as fit in
+        `max_batch` rows (at least one sample, which always fits a bucket: `Engine.prepare`)."""
+        if not self._variable:
+            return min(self.max_batch, len(self._pending)), len(self._pending) >= self.max_batch
+        total = 0
+        for n, item in enumerate(self._pending):
+            total += self._row_counts[item[1]]
+            if total >= self.max_batch:
+                return (n + 1, True) if total == self.max_batch or n == 0 else (n, True)
+        return len(self._pending), False
+
     def _dispatch_loop(self) -> None:
         while (items := self._take_batch()) is not None:
             ids = [q for q, _, _ in items]
+            indices = [i for _, i, _ in items]
+            rows = self._rows(indices) if self._variable else None
             try:
-                size = next(s for s in self.sizes if s >= len(ids))
-                batch = self.qsl.gather([i for _, i, _ in items], size)
+                need = int(rows.sum()) if rows is not None else len(ids)
+                size = next(s for s in self.sizes if s >= need)
+                batch = self.qsl.gather(indices, size)
                 outputs = self.buckets[size].executable(self.params, self.model_state, batch)
             except Exception as e:
                 self._fail(ids, e)
                 continue
             self.batches_run[size] += 1
-            self._done.put((ids, outputs))
+            self._done.put((ids, rows, outputs))
         self._done.put(_STOP)
 
     def _complete_loop(self) -> None:
         while (item := self._done.get()) is not _STOP:
-            ids, outputs = item
+            ids, rows, outputs = item
+            used = len(ids) if rows is None else int(rows.sum())
             try:
-                host = np.ascontiguousarray(np.asarray(jax.block_until_ready(outputs))[: len(ids)])
+                host = np.ascontiguousarray(np.asarray(jax.block_until_ready(outputs))[:used])
             except Exception as e:
                 self._fail(ids, e)
                 continue
             row_bytes = host[0].nbytes if host.ndim > 1 else host.itemsize
             base = host.ctypes.data
+            if rows is None:  # one row per sample
+                rows = np.ones(len(ids), np.int64)
+            starts = np.concatenate([[0], np.cumsum(rows)[:-1]])
             responses = [
-                lg.QuerySampleResponse(qid, base + k * row_bytes, row_bytes)
-                for k, qid in enumerate(ids)
+                lg.QuerySampleResponse(qid, base + int(s) * row_bytes, int(n) * row_bytes)
+                for qid, s, n in zip(ids, starts, rows, strict=True)
             ]
             lg.QuerySamplesComplete(responses)
             # `host` (the memory behind the pointers) is released only after the call returned.

@@ -69,4 +69,9 @@ def get_config():
 
     c.eval.target_metric = "auc"
     c.eval.target_value = rules.target_value("dlrm")
+
+    # `tpubench infer dlrm` (workloads/dlrm/inference.py): dlrm-99 or dlrm-99.9, and the v0.7
+    # reference's tools/dist_quantile.txt (pairs per user), which must be given to serve.
+    c.eval.inference_variant = "dlrm-99"
+    c.eval.inference_quantile_file = ""
     return c
