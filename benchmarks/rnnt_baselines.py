@@ -33,8 +33,8 @@ def main() -> None:
     top = draws.most_common(1)[0][0]
     results[f"most frequent train transcript ({top!r})"] = text.word_error_rate(
         [top] * len(refs), refs)
-    best = min(((text.word_error_rate([" ".join([w] * k)] * len(refs), refs), w, k)
-                for w in input_pipeline.WORDS for k in range(1, d.digits_max + 1)))
+    best = min((text.word_error_rate([" ".join([w] * k)] * len(refs), refs), w, k)
+                for w in input_pipeline.WORDS for k in range(1, d.digits_max + 1))
     results[f"best constant ({' '.join([best[1]] * best[2])!r})"] = best[0]
     for name, wer in results.items():
         print(f"{name}: WER {wer:.4f}")

@@ -253,10 +253,14 @@ def test_batched_jitted_greedy_decoding_equals_the_reference_loop_per_utterance(
     """A random small RNN-T, scaled so that it emits symbols, on a batch of 3 of different
     lengths: each row equals the reference's per-utterance Python loop.
 
-    Bites: advancing the prediction state on blank too (rows diverged after the first blank)."""
+    Bites: updating g (the prediction output) on blank too, i.e. predicting from a symbol that
+    was never emitted."""
     model = RNNT(encoder_hidden=16, pred_hidden=8, pred_layers=2, joint_hidden=16, dropout=0.0,
                  encoder_pre_layers=1, encoder_post_layers=1)
     params = _init(model, enc_in=16)
+    # weight the prediction network's half of the joint up, so that g decides many argmaxes
+    fc1 = params["joint_net"]["fc1"]["weight"]
+    params["joint_net"]["fc1"]["weight"] = fc1.at[:, 16:].multiply(6.0)
     params["joint_net"]["fc2"]["weight"] = params["joint_net"]["fc2"]["weight"] * 6
     rng = np.random.default_rng(3)
     enc = rng.normal(size=(3, 7, 16)).astype(np.float32)
@@ -272,10 +276,9 @@ def test_batched_jitted_greedy_decoding_equals_the_reference_loop_per_utterance(
 
 # ---- runs and bad input ------------------------------------------------------------------------
 def test_smoke_one_train_step_and_one_eval_on_synthetic_data(tmp_path):
-    """The initial loss of the tiny model is about the uniform-joint value; the eval is a WER.
+    """One dispatch and one eval; an untrained model's WER is at least 0.9.
 
-    Bites: eval_finalize swapping hypotheses and references (jiwer then divides by the
-    hypothesis words: WER 0 on an empty hypothesis)."""
+    Bites: eval_finalize returning 1 - WER (word accuracy) instead of the WER."""
     cfg = config_lib.load("rnnt", "smoke")
     s = train.train_and_evaluate(cfg, tmp_path / "run")
     assert s["status"] == "aborted" and s["steps"] == 1
@@ -345,3 +348,41 @@ def test_converter_maps_every_reference_tensor_and_the_checkpoint_restores(tmp_p
     jax.tree_util.tree_map(np.testing.assert_array_equal, nn.meta.unbox(restored), params)
     with pytest.raises(KeyError, match="unknown tensor"):
         convert.convert({"encoder.extra.weight": np.zeros(1)})
+
+
+# ---- the full config: LibriSpeech through tfds, the v0.7 target ----------------------------------
+def test_librispeech_eval_pipeline_on_tfds_mock_data_and_the_15_second_filter():
+    """dev-clean through the real tfds code path (mock examples): padded features of 240 per
+    frame, transcripts as label ids; the filter keeps 15.000 s and drops one sample more.
+
+    Bites: `<` instead of `<=` in keep_for_eval."""
+    from unittest import mock
+
+    import tensorflow_datasets as tfds
+
+    from workloads.rnnt import librispeech
+
+    assert librispeech.keep_for_eval(15 * 16000) and not librispeech.keep_for_eval(15 * 16000 + 1)
+    cfg = config_lib.load("rnnt", "full", {})
+    with tfds.testing.mock_data(num_examples=5), mock.patch.object(
+            tfds.core.DatasetBuilder, "is_prepared", return_value=True):
+        arrays = librispeech.eval_arrays(cfg)
+    assert arrays["features"].shape == (5, 500, 240)
+    assert arrays["labels"].shape == (5, 384)
+    assert np.all(arrays["feature_lens"] >= 1) and np.all(arrays["label_lens"] >= 1)
+    assert np.all((arrays["labels"] >= 0) & (arrays["labels"] < text.BLANK))
+
+
+def test_full_inference_target_is_wer_8_3777_percent():
+    """v0.7: 99% of the FP32 reference's word accuracy (WER 7.452253714852645%).
+
+    Bites: 0.99 x the reference WER (a WER target of 7.378%)."""
+    from tpubench.infer.spec import inference_spec
+    from workloads.rnnt.configs import full
+
+    spec = inference_spec(_workload("full"))
+    assert spec.mlperf_name == "rnnt" and spec.benchmark_model_and_data is True
+    assert spec.server_latency_bound_ms == 1000.0
+    assert 1.0 - spec.quality_target == pytest.approx(0.083777, abs=5e-7)
+    assert full.WER_TARGET == pytest.approx(1.0 - spec.quality_target, abs=1e-12)
+    assert _workload("full").target.higher_is_better is False
