@@ -34,11 +34,23 @@ def decode_rows(ids: np.ndarray, lens: np.ndarray) -> list[str]:
     return [decode(row[:n].tolist()) for row, n in zip(ids, lens, strict=True)]
 
 
+def require_jiwer():
+    """The `jiwer` module, or a `UsageError` saying how to install it."""
+    try:
+        import jiwer
+    except ImportError as e:
+        from tpubench.errors import UsageError
+
+        raise UsageError(
+            "The RNN-T word error rate needs the `jiwer` package: pip install 'tpubench[speech]' "
+            "(or pip install jiwer).") from e
+    return jiwer
+
+
 def word_error_rate(hypotheses: list[str], references: list[str]) -> float:
     """Corpus WER by jiwer: word edit distance summed over utterances / reference words
     (as the reference's accuracy_eval.py `word_error_rate` sums them)."""
-    import jiwer
-
+    jiwer = require_jiwer()
     if not references:
         return float("nan")
     return float(jiwer.wer(references, [h if h else "" for h in hypotheses]))

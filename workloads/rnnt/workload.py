@@ -143,6 +143,11 @@ class RNNTWorkload(Workload):
                                              jnp.int32),
         }
 
+    def check_data(self) -> None:
+        """The data source's check, and jiwer (the WER) importable, before any compute."""
+        super().check_data()
+        text.require_jiwer()
+
     def mllog_hyperparameters(self) -> dict[str, Any]:
         c = self.config
         return {"global_batch_size": int(c.data.global_batch_size), "opt_name": "adam",
