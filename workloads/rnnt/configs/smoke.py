@@ -13,6 +13,7 @@ from workloads.rnnt.configs import mini
 
 def get_config() -> ml_collections.ConfigDict:
     c = mini.get_config()
+    c.data.dataset = "synthetic"
     c.data.source = "synthetic"
     c.data.global_batch_size = 4
     c.eval.batch_size = 4
