@@ -107,6 +107,7 @@ _SPECS = {
     "resnet": "workloads.resnet.inference:resnet_inference_spec",
     "bert": "workloads.bert.inference:bert_inference_spec",
     "dlrm": "workloads.dlrm.inference:dlrm_inference_spec",
+    "rnnt": "workloads.rnnt.inference:rnnt_inference_spec",
 }
 
 

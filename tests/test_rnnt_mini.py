@@ -1,0 +1,76 @@
+"""The RNN-T mini (FSDD digit strings, held-out speaker): trained to its WER target with the
+RNN-T loss, then served by `tpubench infer` with LoadGen, whose accuracy mode must report the
+training eval's own WER."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tpubench import config as config_lib
+from tpubench import train
+from tpubench.infer import cli
+
+# The eval step at which the mini first reaches its target, per seed, measured with the config
+# as committed (workloads/rnnt/configs/mini.py); evals every 75 steps.
+MINI_TARGET_STEP = {0: 525, 1: 450}
+MINI_EVAL_EVERY = 75
+
+
+@pytest.fixture(scope="module")
+def mini_run(tmp_path_factory, shared_data_dir):
+    workdir = tmp_path_factory.mktemp("rnnt_mini") / "run"
+    budget = MINI_TARGET_STEP[0] + MINI_EVAL_EVERY
+    cfg = config_lib.load("rnnt", "mini", {"data.dir": str(shared_data_dir),
+                                           "run.max_train_samples": budget * 32})
+    return workdir, train.train_and_evaluate(cfg, workdir)
+
+
+@pytest.mark.slow
+def test_mini_reaches_its_wer_target_at_the_measured_step(mini_run):
+    """Seed 0, step budget one eval past the measured step (no wall-clock budget).
+
+    Bites: not tried (each try is a full mini run); the loss and decoder breaks of
+    tests/test_rnnt.py are what this run rests on."""
+    _, s = mini_run
+    assert s["status"] == "success", s["quality_history"]
+    assert s["final_quality"] <= s["target"]
+    assert abs(s["steps"] - MINI_TARGET_STEP[0]) <= MINI_EVAL_EVERY, s["steps"]
+    assert all(h["quality"] > s["target"] for h in s["quality_history"][:-1])
+
+
+@pytest.mark.slow
+def test_infer_accuracy_mode_reports_the_training_eval_wer(mini_run, shared_data_dir):
+    """The trained mini under LoadGen (Offline, accuracy mode, the eval batch size as the only
+    bucket): 1 - WER from LoadGen's accuracy log equals 1 - the training run's final WER
+    exactly (measured on a step-600 checkpoint: 0.8333 both).
+
+    Bites: responses cut to their first 12 ids: the run reported 0.0 for both accuracy and
+    reference_accuracy (unexplained; the clean run gave 0.8333 for both), so the equality held:
+    this test does NOT catch that break; it checks the plumbing and the exact match."""
+    workdir, s = mini_run
+    out = workdir.parent / "infer"
+    rc = cli.main(["rnnt", "--config=mini", "--scenario=Offline", "--mode=accuracy",
+                   "--batch-sizes=50", f"--params={workdir}", f"--workdir={out}",
+                   f"--config.data.dir={shared_data_dir}"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert rc == 0 and summary["accuracy_met"] is True
+    assert summary["accuracy_samples"] == 200
+    assert summary["accuracy"] == pytest.approx(1.0 - s["final_quality"], abs=1e-12)
+    assert summary["reference_accuracy"] == pytest.approx(1.0 - s["final_quality"], abs=1e-12)
+
+
+
+@pytest.mark.slow
+def test_mini_reaches_its_wer_target_at_the_measured_step_on_a_second_seed(tmp_path,
+                                                                           shared_data_dir):
+    """Seed 1, step budget one eval past the measured step.
+
+    Bites: not tried (a full mini run per try)."""
+    budget = MINI_TARGET_STEP[1] + MINI_EVAL_EVERY
+    cfg = config_lib.load("rnnt", "mini", {"data.dir": str(shared_data_dir), "run.seed": 1,
+                                           "run.max_train_samples": budget * 32})
+    s = train.train_and_evaluate(cfg, tmp_path / "run")
+    assert s["status"] == "success", s["quality_history"]
+    assert abs(s["steps"] - MINI_TARGET_STEP[1]) <= MINI_EVAL_EVERY, s["steps"]

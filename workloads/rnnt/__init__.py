@@ -1,0 +1,1 @@
+"""RNN-T speech recognition (MLPerf Inference v0.7 `rnnt`), with a trainable mini."""

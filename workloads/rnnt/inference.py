@@ -1,0 +1,73 @@
+"""RNN-T under MLPerf Inference v0.7 (`rnnt`): the workload's eval utterances as the QSL, the
+greedy transcript's label ids as each sample's response, word accuracy 1 - WER as the metric.
+
+v0.7 figures (../shared/docs/WORKLOADS.md; mlcommons/inference v0.7 mlperf.conf and
+speech_recognition/rnnt): Server p99 bound 1,000 ms; FP32 reference WER 7.452253714852645% on
+dev-clean <= 15 s, so the 99% rule asks word accuracy >= 0.99 x (1 - 0.07452...) = 0.916223,
+i.e. WER <= 8.3777%; `performance_sample_count` 2513 (the whole filtered dev-clean). The
+harness compares "higher is better" qualities, hence 1 - WER; the summary's `accuracy` is
+therefore 1 - WER (WER = 1 - accuracy).
+
+Static shapes: every sample is padded to the config's `data.max_frames` (one length bucket, the
+longest utterance the config admits), and the harness compiles one executable per batch size
+before LoadGen starts, so nothing compiles during a test. The response row is
+[max_output_len] int32 ids, -1 past the transcript. A small config (the mini) is judged against
+99% of its own training eval's word accuracy on the same parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tpubench.infer.spec import InferenceSpec, Samples, eval_batches, training_eval_quality
+from workloads.rnnt import text
+
+REFERENCE_WER = 0.07452253714852645  # v0.7 FP32 reference on dev-clean <= 15 s
+
+
+def load_eval_samples(workload: Any) -> Samples:
+    """Every real (mask 1) eval utterance: inputs {features, feature_lens}; labels [N, L] ids
+    with -1 past each transcript."""
+    feats, lens, labels = [], [], []
+    for batch in eval_batches(workload):
+        keep = np.asarray(batch["mask"]) > 0
+        feats.append(np.asarray(batch["features"])[keep])
+        lens.append(np.asarray(batch["feature_lens"])[keep])
+        ids = np.asarray(batch["labels"])[keep]
+        n = np.asarray(batch["label_lens"])[keep]
+        ids = np.where(np.arange(ids.shape[1])[None, :] < n[:, None], ids, -1)
+        labels.append(ids.astype(np.int32))
+    return Samples({"features": np.concatenate(feats), "feature_lens": np.concatenate(lens)},
+                   np.concatenate(labels))
+
+
+def word_accuracy(outputs: np.ndarray, labels: np.ndarray) -> float:
+    """1 - corpus WER (jiwer) of the decoded responses against the transcripts."""
+    def rows(ids: np.ndarray) -> list[str]:
+        return [text.decode(r.tolist()) for r in ids]
+    return 1.0 - text.word_error_rate(rows(outputs), rows(labels))
+
+
+def rnnt_inference_spec(workload: Any) -> InferenceSpec:
+    """The `InferenceSpec` of an RNNTWorkload (any config)."""
+    def apply(params: Any, model_state: Any, inputs: Any) -> Any:
+        ids, _ = workload.decode(params, inputs["features"], inputs["feature_lens"])
+        return ids
+
+    full = workload.config.data.source == "tfds"
+    return InferenceSpec(
+        mlperf_name="rnnt",
+        load_samples=lambda: load_eval_samples(workload),
+        apply=apply,
+        accuracy=word_accuracy,
+        server_latency_bound_ms=1000.0,
+        reference_quality=1.0 - REFERENCE_WER,
+        quality_fraction=0.99,
+        quality_metric="word_accuracy (1 - WER)",
+        performance_sample_count=2513,
+        benchmark_model_and_data=full,
+        measure_reference=None if full else (
+            lambda p, s: 1.0 - training_eval_quality(workload, p, s)),
+    )
