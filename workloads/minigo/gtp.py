@@ -16,6 +16,7 @@ import subprocess
 from tpubench.errors import UsageError
 
 COLUMNS = "ABCDEFGHJKLMNOPQRST"
+FALLBACK = "/usr/games/gnugo"  # where Debian's package puts it (not on a non-login PATH)
 PACKAGE_HINT = ("GNU Go is the MiniGo mini's evaluation opponent: install the Debian/Ubuntu "
                 "package `gnugo` (`apt-get install -y gnugo`; it installs /usr/games/gnugo) or "
                 "put a `gnugo` binary on PATH, or evaluate against a model instead "
@@ -32,7 +33,7 @@ class IllegalEngineMove(UsageError):
 
 def find_gnugo() -> str:
     """The gnugo binary's path; `UsageError` naming the package when it is missing."""
-    path = shutil.which("gnugo") or shutil.which("/usr/games/gnugo")
+    path = shutil.which("gnugo") or shutil.which(FALLBACK)
     if path is None:
         raise UsageError("`gnugo` was not found on PATH nor at /usr/games/gnugo. " + PACKAGE_HINT)
     return path

@@ -13,6 +13,7 @@ for the player who moved (+1 win, -1 loss), and the tree alternates sign (`disco
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -30,9 +31,16 @@ def make_env(board_size: int, komi: float) -> pgx.go.Go:
 
 
 class SearchSettings(NamedTuple):
+    """`kind`: "puct" (AlphaGo Zero's and the reference's search: `mctx.muzero_policy`, Q in
+    [-1, 1] min-max normalised, an unvisited child counted as a loss: the
+    reference's `value_init_penalty` 2.0, "init to loss") or "gumbel" (Gumbel
+    MuZero, `mctx.gumbel_muzero_policy`: sequential halving over sampled root moves, made to
+    improve the policy with few simulations: the CPU mini's search)."""
+
     num_simulations: int
     dirichlet_alpha: float = 0.03
     dirichlet_fraction: float = 0.25  # 0 = no root noise (evaluation games)
+    kind: str = "puct"
 
 
 def _masked_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
@@ -61,12 +69,19 @@ def search(env: pgx.go.Go, apply: Apply, variables: Any, state: pgx.State, rng: 
 
     root = mctx.RootFnOutput(prior_logits=_masked_logits(logits, state.legal_action_mask),
                              value=value, embedding=state)
+    if settings.kind == "gumbel":
+        return mctx.gumbel_muzero_policy(
+            params=variables, rng_key=rng, root=root, recurrent_fn=recurrent_fn,
+            num_simulations=settings.num_simulations, invalid_actions=~state.legal_action_mask,
+            max_num_considered_actions=state.legal_action_mask.shape[-1],
+            gumbel_scale=1.0 if settings.dirichlet_fraction > 0 else 0.0)
     return mctx.muzero_policy(
         params=variables, rng_key=rng, root=root, recurrent_fn=recurrent_fn,
         num_simulations=settings.num_simulations,
         invalid_actions=~state.legal_action_mask,
         dirichlet_alpha=settings.dirichlet_alpha,
-        dirichlet_fraction=settings.dirichlet_fraction)
+        dirichlet_fraction=settings.dirichlet_fraction,
+        qtransform=functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0))
 
 
 class Games(NamedTuple):

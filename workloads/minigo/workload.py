@@ -120,7 +120,7 @@ class MiniGoWorkload(GenerationWorkload):
     def settings(self, readouts: int, noise: bool) -> play.SearchSettings:
         d = self.config.data
         return play.SearchSettings(int(readouts), float(d.dirichlet_alpha),
-                                   float(d.noise_mix) if noise else 0.0)
+                                   float(d.noise_mix) if noise else 0.0, str(d.search))
 
     def selfplay(self, variables: Any, rng: jax.Array) -> dict[str, jax.Array]:
         """Pure: one generation's games as flat examples plus a `valid` mask and game stats."""

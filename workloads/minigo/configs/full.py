@@ -51,6 +51,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.games_per_generation = 8192
     c.data.min_games_per_generation = 8192
     c.data.num_readouts = 800
+    c.data.search = "puct"  # the reference's PUCT search (play.SearchSettings)
     c.data.dirichlet_alpha = 0.03
     c.data.noise_mix = 0.25
     c.data.softpick_moves = 19 * 19 // 12
