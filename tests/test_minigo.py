@@ -106,7 +106,7 @@ def test_smoke_generation_runs_through_the_harness(smoke_run):
     """One generation: 4 games self-played, 2 train steps of 8, eval_accuracy = the win rate of
     2 evaluation games (0, 0.5 or 1), logged with its generation.
 
-    Bites: logging the eval win rate of 1 - quality (the loser's) made the last check fail."""
+    Bites: eval_accuracy logged with epoch_num = generation - 1 failed the log check."""
     s, workdir = smoke_run
     assert s["generations"] == 1 and s["steps"] == 2 and s["games"] == 4
     assert s["final_quality"] in (0.0, 0.5, 1.0)
@@ -143,7 +143,7 @@ def test_smoke_log_carries_the_minigo_keys_and_passes_the_checker_but_for_qualit
 def test_missing_gnugo_is_a_usage_error_naming_the_package(tmp_path, monkeypatch):
     """Before anything is written: no workdir, a message naming the `gnugo` package.
 
-    Bites: dropping the /usr/games fallback check's None test made find_gnugo return None."""
+    Bites: find_gnugo returning without its None check let the run start (TypeError)."""
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(gtp, "FALLBACK", str(tmp_path / "no_gnugo"))
     cfg = config_lib.load("minigo", "smoke", {"eval.opponent": "gnugo"})
