@@ -73,8 +73,7 @@ def search(env: pgx.go.Go, apply: Apply, variables: Any, state: pgx.State, rng: 
         return mctx.gumbel_muzero_policy(
             params=variables, rng_key=rng, root=root, recurrent_fn=recurrent_fn,
             num_simulations=settings.num_simulations, invalid_actions=~state.legal_action_mask,
-            max_num_considered_actions=state.legal_action_mask.shape[-1],
-            gumbel_scale=1.0 if settings.dirichlet_fraction > 0 else 0.0)
+            max_num_considered_actions=state.legal_action_mask.shape[-1])
     return mctx.muzero_policy(
         params=variables, rng_key=rng, root=root, recurrent_fn=recurrent_fn,
         num_simulations=settings.num_simulations,
@@ -129,6 +128,10 @@ def selfplay(env: pgx.go.Go, apply: Apply, variables: Any, rng: jax.Array, num_g
 
 def greedy_move(env: pgx.go.Go, apply: Apply, variables: Any, state: pgx.State, rng: jax.Array,
                 settings: SearchSettings) -> jax.Array:
-    """The most-visited move of a noiseless search (evaluation games), [B] actions."""
+    """An evaluation game's move, [B] actions: PUCT's most-visited move without root noise;
+    Gumbel's own choice (its sampled Gumbel noise keeps evaluation games apart: without it,
+    two deterministic players would replay one game per colour)."""
     out = search(env, apply, variables, state, rng, settings._replace(dirichlet_fraction=0.0))
+    if settings.kind == "gumbel":
+        return out.action
     return jnp.argmax(out.action_weights, axis=-1)
