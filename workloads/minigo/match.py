@@ -53,7 +53,7 @@ class ModelEvaluator:
                 return nxt, nxt.rewards[jnp.arange(games), me]
 
             _, rewards = jax.lax.scan(ply, state, jax.random.split(rng, max_moves))
-            return jnp.mean(rewards.sum(0) > 0)
+            return jnp.sum(rewards.sum(0) > 0)  # games won (an exact count)
 
         self._match = jax.jit(match)
         self._compiled = None
@@ -63,7 +63,7 @@ class ModelEvaluator:
 
     def win_rate(self, variables: Any, rng: jax.Array) -> float:
         fn = self._compiled or self._match
-        return float(fn(variables, self.target, rng))
+        return int(fn(variables, self.target, rng)) / self.games
 
 
 class GnuGoEvaluator:
@@ -122,7 +122,7 @@ class GnuGoEvaluator:
         finally:
             for engine in engines:
                 engine.close()
-        return float(np.mean(total > 0))
+        return int(np.sum(total > 0)) / self.games
 
 
 def load_target(path: str, variables_like: Any) -> Any:
