@@ -16,6 +16,7 @@ _WORKLOADS = {
     "bert": "workloads.bert.workload:BertWorkload",
     "dlrm": "workloads.dlrm.workload:DLRMWorkload",
     "rnnt": "workloads.rnnt.workload:RNNTWorkload",
+    "minigo": "workloads.minigo.workload:MiniGoWorkload",
 }
 
 

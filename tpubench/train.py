@@ -149,6 +149,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     if config.run.get("profile_steps", 0) and config.get("is_mlperf", False):
         division.apply(config, ["profile_steps"], True)  # a config built without config.load
     workload = registry.create(config)
+    if workload.loop == "generations":  # self-play reinforcement learning (MiniGo)
+        from tpubench import generations
+        return generations.train_and_evaluate(workload, workdir)
     run = RunDir(workdir)
     run.check_not_finished()
     source = config.data.source

@@ -60,6 +60,9 @@ class Workload(abc.ABC):
     name: str = ""
     mlperf_name: str = ""
     data_sources: ClassVar[Mapping[str, sources.DataSource]] = {}
+    # Which harness loop runs it: "supervised" (`tpubench.train`) or "generations" (self-play
+    # reinforcement learning, `tpubench.generations.GenerationWorkload`).
+    loop: ClassVar[str] = "supervised"
 
     def __init__(self, config: ml_collections.ConfigDict):
         self.config = config

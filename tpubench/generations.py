@@ -1,0 +1,257 @@
+"""The generation loop: time-to-quality for reinforcement learning by self-play (MLPerf MiniGo).
+
+    init_start   state, AOT compile of self-play, the train dispatch and the evaluation match,
+                 the evaluation opponent started                                     (untimed)
+    init_stop
+    run_start    the clock starts
+      generation g (MLPerf's block, first_epoch_num = g):
+        self-play   `games_per_generation` games with the current network, on device
+        train       `schedule.steps_per_generation` SGD steps on examples sampled from the last
+                    `data.window_generations` generations (one dispatch, `lax.scan`)
+      evaluation    games against the target; eval_accuracy = win rate (epoch_num = g)
+      stop at the target win rate ("success") or at `run.max_generations` ("aborted")
+    run_stop     the clock stops
+    final checkpoint, summary.json                                                   (untimed)
+
+The v0.7 reference (mlcommons/training, reinforcement/tensorflow/minigo/ml_perf/
+train_loop.py) runs the same cycle with separate processes: selfplay writes games, `train`
+samples `train_filter` of the positions of the last `window_size` (5) generations into a golden
+chunk and trains on it, then the new model is evaluated against the target.
+
+The harness's pieces are reused, not copied: `tpubench.steps` (train state, the train step and
+the K-step dispatch), `tpubench.clock`, `tpubench.mllog`, `tpubench.checkpoint`,
+`tpubench.results` and the log header of `tpubench.train`. A workload opts in with
+`loop = "generations"` (`tpubench.workload.Workload.loop`) by subclassing `GenerationWorkload`.
+Resuming a preempted generation run is not supported (a rerun in the same workdir refuses).
+"""
+
+from __future__ import annotations
+
+import abc
+import collections
+import time
+from typing import Any, ClassVar
+
+import jax
+import numpy as np
+from flax import linen as nn
+
+from tpubench import checkpoint, chips, page_cache, steps
+from tpubench import mllog as mllog_lib
+from tpubench.clock import Clock, Stopwatch, now_unix
+from tpubench.errors import UsageError
+from tpubench.metrics import JsonlWriter
+from tpubench.mllog import constants
+from tpubench.progress import Progress
+from tpubench.results import RunDir
+from tpubench.workload import Workload
+
+ACTUAL_GAMES_KEY = "actual_selfplay_games_per_generation"  # closed_minigo.yaml, AT_LEAST_ONE
+EXAMPLE_KEYS = ("inputs", "policy", "outcome")
+
+
+class GenerationWorkload(Workload):
+    """A workload trained by a loop of generations instead of a fixed data set.
+
+    Besides the supervised contract's `model`/`loss`/`optimizer` (the train step is the
+    harness's, on batches of `batch_spec(train=True)` drawn from self-play examples):
+      selfplay(variables, rng)   pure: one generation's examples, flat [E, ...] arrays under the
+                                 keys of the train batch, a bool `valid` [E] (positions after a
+                                 game ended are False) and scalar game statistics
+      games_per_generation       the games one `selfplay` call plays (MLPerf's
+                                 actual_selfplay_games_per_generation)
+      make_evaluator(like)       host, untimed: an object with `compile()` and
+                                 `win_rate(variables, rng) -> float` (the generation's quality)
+    `variables` is the flax dict {"params": ..., **model_state}.
+    """
+
+    loop: ClassVar[str] = "generations"
+
+    @abc.abstractmethod
+    def selfplay(self, variables: Any, rng: jax.Array) -> dict[str, jax.Array]:
+        """One generation of self-play (see the class docstring)."""
+
+    @property
+    @abc.abstractmethod
+    def games_per_generation(self) -> int:
+        """Games per `selfplay` call."""
+
+    @abc.abstractmethod
+    def make_evaluator(self, variables_like: Any) -> Any:
+        """The evaluation match against the target (see the class docstring)."""
+
+    @property
+    def train_samples(self) -> int:
+        """Examples trained on per generation (steps_per_generation x batch)."""
+        c = self.config
+        return int(c.schedule.steps_per_generation) * int(c.data.global_batch_size)
+
+    @property
+    def eval_samples(self) -> int:
+        """Evaluation games per generation."""
+        return int(self.config.eval.games)
+
+
+def _variables(state: steps.TrainState) -> dict[str, Any]:
+    return {"params": state.params, **state.model_state}
+
+
+def _key(state: steps.TrainState, purpose: int, generation: int) -> jax.Array:
+    """The key of a generation's self-play (purpose 0) or evaluation (1)."""
+    return jax.random.fold_in(jax.random.fold_in(state.rng, purpose), generation)
+
+
+class Window:
+    """The valid examples of the last `generations` generations, on the host."""
+
+    def __init__(self, generations: int):
+        self._gens: collections.deque = collections.deque(maxlen=max(int(generations), 1))
+
+    def add(self, examples: dict[str, np.ndarray]) -> int:
+        valid = np.asarray(examples["valid"], bool)
+        self._gens.append({k: np.asarray(examples[k])[valid] for k in EXAMPLE_KEYS})
+        return int(valid.sum())
+
+    def __len__(self) -> int:
+        return sum(len(g["outcome"]) for g in self._gens)
+
+    def sample(self, rng: np.random.Generator, steps_: int, batch: int) -> dict[str, np.ndarray]:
+        """[steps_, batch, ...] examples drawn uniformly (with replacement) from the window."""
+        pooled = {k: np.concatenate([g[k] for g in self._gens]) for k in EXAMPLE_KEYS}
+        idx = rng.integers(0, len(pooled["outcome"]), size=(steps_, batch))
+        return {k: v[idx] for k, v in pooled.items()}
+
+
+def train_and_evaluate(workload: GenerationWorkload, workdir) -> dict:
+    """Run `workload` generation by generation to its target win rate (or budget)."""
+    c = workload.config
+    run = RunDir(workdir)
+    run.check_not_finished()
+    if checkpoint.latest_step(workdir) is not None:
+        raise UsageError(
+            f"{workdir} holds a checkpoint of an unfinished {workload.name} run; the generation "
+            "loop does not resume (a preempted run restarts). Pass a new --workdir.")
+    if int(c.run.max_generations) < 1 or workload.games_per_generation < 1:
+        raise UsageError(
+            f"{workload.name}/{c.config_name}: run.max_generations and "
+            "data.games_per_generation must be >= 1.")
+    workload.check_data()
+    if jax.process_index() == 0:
+        run.prepare(resumed=False)
+    log = mllog_lib.RunLogger(run.log_path, enabled=jax.process_index() == 0)
+    metrics = JsonlWriter(run.path / "metrics.jsonl") if jax.process_index() == 0 else None
+    try:
+        return _run(workload, run, log, metrics)
+    finally:
+        log.close()
+        if metrics is not None:
+            metrics.close()
+
+
+def _run(workload: GenerationWorkload, run: RunDir, log: mllog_lib.RunLogger,
+         metrics: JsonlWriter | None) -> dict:
+    from tpubench.train import _log_header, _say  # the supervised loop's header and printer
+
+    c = workload.config
+    platform = chips.platform_name(jax.devices())
+    t_init = time.perf_counter()
+    cleared = bool(c.run.clear_page_cache) and page_cache.drop()
+    log.event(constants.CACHE_CLEAR, cleared)
+    log.start(constants.INIT_START)
+    _log_header(log, workload, platform)
+    k, b = int(c.schedule.steps_per_generation), int(c.data.global_batch_size)
+    _say(f"[{workload.name}/{c.config_name}] init: compiling self-play "
+         f"({workload.games_per_generation} games), the train dispatch ({k} steps of {b}) and "
+         f"the evaluation match ({c.eval.games} games vs {c.eval.opponent})...")
+    state = nn.meta.unbox(jax.jit(steps.boxed_init_fn(workload))(jax.random.PRNGKey(c.run.seed)))
+    spec = workload.batch_spec(b, train=True)
+    stacked = {n: jax.ShapeDtypeStruct((k,) + s.shape, s.dtype) for n, s in spec.items()}
+    dispatch = jax.jit(steps.make_dispatch(steps.make_train_step(workload), c.run.scan_unroll),
+                       donate_argnums=0).lower(state, stacked).compile()
+    selfplay = jax.jit(workload.selfplay).lower(_variables(state), state.rng).compile()
+    evaluator = workload.make_evaluator(_variables(state))
+    evaluator.compile()
+    progress = Progress(cache_clear=cleared, attempts=1)
+    for key, value in workload.mllog_hyperparameters().items():
+        value, metadata = value if isinstance(value, tuple) else (value, None)
+        log.event(key, value, metadata=metadata)
+    log.event(constants.TRAIN_SAMPLES, workload.train_samples)
+    log.event(constants.EVAL_SAMPLES, workload.eval_samples)
+    jax.block_until_ready(state)
+    progress.init_s = time.perf_counter() - t_init
+    log.end(constants.INIT_STOP)
+    progress.run_start_unix = now_unix()
+    log.start(constants.RUN_START, time_ms=round(progress.run_start_unix * 1000))
+    _say(f"[{workload.name}/{c.config_name}] init: done in {progress.init_s:.1f} s; the clock "
+         "starts (run_start)")
+    clock = Clock(progress.run_start_unix)
+    window = Window(c.data.window_generations)
+    sampler = np.random.default_rng(c.run.seed)
+    status, quality, generation = "aborted", float("nan"), 0
+    while generation < int(c.run.max_generations):
+        generation += 1
+        log.start(constants.BLOCK_START,
+                  metadata={"first_epoch_num": generation, "epoch_count": 1})
+        watch = Stopwatch()
+        examples = jax.device_get(selfplay(_variables(state), _key(state, 0, generation)))
+        positions = window.add(examples)
+        log.event(ACTUAL_GAMES_KEY, workload.games_per_generation,
+                  metadata={"epoch_num": generation})
+        state, train_metrics = dispatch(state, jax.device_put(window.sample(sampler, k, b)))
+        train_metrics = jax.device_get(train_metrics)
+        progress.train_s += watch.stop(state)
+        log.end(constants.BLOCK_STOP, metadata={"first_epoch_num": generation})
+        log.start(constants.EVAL_START, metadata={"epoch_num": generation})
+        watch = Stopwatch()
+        quality = evaluator.win_rate(_variables(state), _key(state, 1, generation))
+        eval_s = watch.stop()
+        progress.eval_s += eval_s
+        log.end(constants.EVAL_STOP, metadata={"epoch_num": generation})
+        log.event(constants.EVAL_ACCURACY, quality, metadata={"epoch_num": generation})
+        elapsed = clock.read(state)
+        progress.history.append({"elapsed_s": elapsed, "samples": generation * k * b,
+                                 "quality": quality, "generation": generation})
+        if metrics is not None:
+            metrics.write_scalars(generation * k, {
+                "win_rate": quality, "positions": positions, "window": len(window),
+                "selfplay_black_wins": float(examples["black_wins"]),
+                "selfplay_moves": float(examples["moves"]), "eval_s": eval_s,
+                **{n: float(np.asarray(v)) for n, v in train_metrics.items()}})
+            metrics.flush()
+        _say(f"[{workload.name}/{c.config_name}] generation {generation}: win rate "
+             f"{quality:.3f} (target {workload.target.value}), loss "
+             f"{float(train_metrics['loss']):.3f}, {positions} positions, at {elapsed:.1f} s")
+        if workload.target.reached(quality):
+            status = "success"
+            break
+        if c.run.max_time_s and elapsed > c.run.max_time_s:
+            break
+    run_stop_unix = clock.read_unix(state)
+    log.end(constants.RUN_STOP, metadata={"status": status}, time_ms=round(run_stop_unix * 1000))
+    run_s = run_stop_unix - progress.run_start_unix
+    # ---- untimed from here -------------------------------------------------------------------
+    with checkpoint.manager(run.path, keep=c.run.checkpoint_keep) as manager:
+        checkpoint.save(manager, int(state.step), state, progress)
+    summary = {
+        "workload": workload.name, "config": c.config_name, "dataset": "selfplay",
+        "is_mlperf": bool(c.is_mlperf), "division": c.submission.division,
+        "open_reasons": list(c.submission.get("open_reasons", ()) or ()),
+        "status": status, "target": workload.target.value,
+        "target_metric": workload.target.metric, "final_quality": quality,
+        "time_to_target_s": run_s if status == "success" else None, "run_time_s": run_s,
+        "run_start_unix": progress.run_start_unix, "init_s": progress.init_s,
+        "train_s": progress.train_s, "eval_s": progress.eval_s,
+        "other_s": run_s - progress.train_s - progress.eval_s,
+        "generations": generation, "steps": int(state.step),
+        "games": generation * workload.games_per_generation, "seed": c.run.seed,
+        "opponent": c.eval.opponent, "platform": platform,
+        "process_count": jax.process_count(), "global_batch_size": b,
+        "quality_history": progress.history, "mlperf_log": str(run.log_path),
+        "jax_version": jax.__version__,
+    }
+    if jax.process_index() == 0:
+        run.write_summary(summary)
+    return summary
+
+
+__all__ = ["GenerationWorkload", "Window", "train_and_evaluate"]
