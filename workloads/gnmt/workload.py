@@ -144,9 +144,12 @@ class GNMTWorkload(Workload):
 
     @property
     def train_samples(self) -> int:
-        """Kept training pairs (the prepare step's count; synthetic: the config's)."""
-        if self.config.data.source == "synthetic":
-            return int(self.config.data.train_samples)
+        """Kept training pairs (the prepare step's count; synthetic data, or shapes-only uses
+        such as `tpubench fit` before the data is prepared: the config's; a run on real data
+        checks the manifest first, in `check_data`)."""
+        c = self.config
+        if c.data.source == "synthetic" or not prepared.is_prepared(self.prepare_config()):
+            return int(c.data.train_samples)
         return int(self.manifest()["train_pairs_kept"])
 
     @property
