@@ -31,14 +31,14 @@ import numpy as np
 import optax
 
 from tpubench.errors import UsageError
-from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.evaluation import EvalOutput
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.gnmt import decode as decode_lib
 from workloads.gnmt import model as model_lib
 from workloads.transformer import input_pipeline as ip
 from workloads.transformer import prepared
-from workloads.transformer.workload import corpus_bleu
+from workloads.transformer.translation import PreparedTranslation
 
 
 def warmup_multistep(base: float, total_steps: int, warmup_steps: int, remain_steps: int,
@@ -91,7 +91,7 @@ DATA_SOURCES = {
 }
 
 
-class GNMTWorkload(Workload):
+class GNMTWorkload(PreparedTranslation, Workload):
     """GNMT-v2 on WMT16 En-De (full) or a small GNMT on Multi30k (mini)."""
 
     name = "gnmt"
@@ -125,12 +125,6 @@ class GNMTWorkload(Workload):
         c = copy.deepcopy(self.config)
         c.data.max_len = self.seq_len
         return c
-
-    def manifest(self) -> dict[str, Any]:
-        """The prepared data's manifest (`UsageError` naming the prepare command if absent)."""
-        if "manifest" not in self._host:
-            self._host["manifest"] = prepared.manifest(self.prepare_config())
-        return self._host["manifest"]
 
     @property
     def eval_input_len(self) -> int:
@@ -264,27 +258,6 @@ class GNMTWorkload(Workload):
         return EvalOutput(per_example={"decoded": self.translate(params, batch["inputs"]),
                                        "example_id": batch["example_id"]})
 
-    def eval_finalize(self, results: EvalResults) -> float:
-        """Corpus BLEU of the detokenized translations in example order, as a fraction."""
-        if self.config.data.source == "synthetic":
-            return 0.0  # synthetic data measures speed; there are no references
-        ids = np.asarray(results.per_example["example_id"])
-        hyps = self.tokenizer().decode(np.asarray(results.per_example["decoded"]))
-        _, references = self.eval_data()
-        if sorted(ids.tolist()) != list(range(len(references))):
-            raise ValueError(
-                f"eval covered {len(ids)} examples, expected each of {len(references)} once")
-        order = np.argsort(ids)
-        return corpus_bleu([hyps[i] for i in order], [references[i] for i in ids[order]],
-                           self.config.eval.bleu_tokenize)
-
-    def synthetic_eval_batch(self, rng: jax.Array, batch_size: int) -> Batch:
-        """Random (non-special) source ids of the eval width ending in EOS."""
-        ids = jax.random.randint(rng, (batch_size, self.eval_input_len), 3,
-                                 self.config.model.vocab_size, jnp.int32)
-        return {"inputs": ids.at[:, -1].set(model_lib.EOS_ID),
-                "example_id": jnp.arange(batch_size, dtype=jnp.int32)}
-
     # ---- data -----------------------------------------------------------------------------------
     def prepare(self) -> None:
         """Offline: read the corpora, build the vocabulary, tokenize (the Transformer's step)."""
@@ -296,30 +269,8 @@ class GNMTWorkload(Workload):
 
     def check_data(self) -> None:
         """Before any compute: the source's files, then the prepared data's manifest."""
-        c = self.config
         super().check_data()
-        manifest = self.manifest()
-        if manifest["vocab_size"] > c.model.vocab_size:
-            raise UsageError(
-                f"The prepared vocabulary has {manifest['vocab_size']} pieces, more than "
-                f"vocab_size={c.model.vocab_size}; set --config.model.vocab_size to at least that.")
-        if self.eval_input_len < manifest["max_eval_source_len"]:
-            raise UsageError(
-                f"max_eval_input_len={c.data.max_eval_input_len} would truncate eval sources of up "
-                f"to {manifest['max_eval_source_len']} tokens; eval inputs are never truncated. "
-                "Use 0 (the longest prepared eval source) or a larger value.")
-
-    def tokenizer(self):
-        """The prepared shared vocabulary."""
-        if "tokenizer" not in self._host:
-            self._host["tokenizer"] = prepared.tokenizer(self.prepare_config())
-        return self._host["tokenizer"]
-
-    def eval_data(self) -> tuple[list[np.ndarray], list[str]]:
-        """The prepared eval set: tokenized sources (with EOS) and raw references."""
-        if "eval" not in self._host:
-            self._host["eval"] = prepared.load_eval(self.prepare_config())
-        return self._host["eval"]
+        self.check_prepared()
 
     def train_batches_from_pairs(self, start_step: int, process_index: int,
                                  process_count: int) -> Iterator[Batch]:
