@@ -16,8 +16,16 @@ Baselines on the same split and metric (`python benchmarks/baselines_transformer
 --data_dir=DIR`, the Transformer mini's, same data): copy the German source 0.90 BLEU; word-by-word
 most-associated English word 22.25; nearest-neighbour retrieval 12.22.
 
-Measured: see MEASURED below (filled from runs of this config; steps and BLEU are deterministic
-on CPU, times are not quoted).
+NOT FINISHED: the target is not yet chosen by measurement. `eval.target_value = 0.25` only sits
+above the strongest baseline (22.25); no run has reached it. Measured (seed 0, this config with
+--config.eval.target_value=0.99 on the shared 2-core CPU; BLEU is deterministic on CPU, times are
+not quoted): BLEU 2.12 at step 150, 3.71 at step 300, 4.47 at step 450, 5.13 at step 600
+(train loss per token 5.38 -> 4.72 from step 150 to 300): far below the baselines after 1.36
+epochs (441 steps an epoch). That run's MLPerf log fails the official checker (0.7.0) only on
+the quality threshold. The
+model learns much more slowly than the Transformer mini (21.60 at step 180), so the mini needs
+more steps (several epochs), a larger learning rate or a shallower/wider model before a target
+can be set; see the report of the session that added it.
 """
 
 import ml_collections
@@ -49,7 +57,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.optimizer.learning_rate = 3.0e-3
     c.schedule.warmup_steps = 50
     c.schedule.train_steps = 600
-    c.eval.target_value = 0.25
+    c.eval.target_value = 0.25  # placeholder above the baselines: not yet reached (docstring)
     c.eval.every_samples = 64 * 150
     c.run.steps_per_dispatch = 25
     c.run.max_train_samples = 64 * 600
