@@ -23,7 +23,10 @@ open_division_reason); on synthetic data (speed, `tpubench fit`) the config is c
 
 Measured: never run at full scale here (no accelerator). Tests instantiate it abstractly
 (parameter count) and run one step of it on synthetic data with a tiny model; its MLPerf log
-fails only the quality target.
+fails only the quality target. `tpubench fit gnmt --config=full --topology=v4:2x2x1` (compile
+only, data unprepared: eval sources of 49 ids) reported per device: train block 3.00 GiB of
+32 GiB HBM (9%), eval step 0.90 GiB, 0.865 TFLOP and 23.98 GB accessed per step, roofline step
+time >= 19.98 ms (at most 6,405 examples/s).
 """
 
 import ml_collections
