@@ -12,6 +12,7 @@ from tpubench.workload import Workload
 # name -> "module:Class". One line per workload.
 _WORKLOADS = {
     "transformer": "workloads.transformer.workload:TransformerWorkload",
+    "gnmt": "workloads.gnmt.workload:GNMTWorkload",
     "resnet": "workloads.resnet.workload:ResNetWorkload",
     "bert": "workloads.bert.workload:BertWorkload",
     "dlrm": "workloads.dlrm.workload:DLRMWorkload",

@@ -58,13 +58,18 @@ def _value(config: ml_collections.ConfigDict, path: str):
 
 
 def directory(config: ml_collections.ConfigDict) -> pathlib.Path:
-    """Where this config's prepared data lives (`cache_dir/transformer/prepared_<digest>`)."""
+    """Where this config's prepared data lives (`cache_dir/<workload>/prepared_<digest>`; GNMT
+    prepares its sentence pairs with this module too)."""
     keys = {k: _value(config, path) for k, path in DATA_KEYS.items()}
     if config.data.get("vocab_file"):
         keys["vocab_sha256"] = _sha256(config.data.vocab_file)
     digest = hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:12]
     root = pathlib.Path(config.data.get("cache_dir") or paths.cache_dir())
-    return root / "transformer" / f"prepared_{digest}"
+    return root / _workload(config) / f"prepared_{digest}"
+
+
+def _workload(config: ml_collections.ConfigDict) -> str:
+    return str(config.get("workload") or "transformer")
 
 
 def _sha256(path: str) -> str:
@@ -79,7 +84,8 @@ def _sha256(path: str) -> str:
 
 def command(config: ml_collections.ConfigDict) -> str:
     """The command that prepares this config's data."""
-    return f"tpubench prepare transformer --config={config.get('config_name') or 'CONFIG'}"
+    return (f"tpubench prepare {_workload(config)} "
+            f"--config={config.get('config_name') or 'CONFIG'}")
 
 
 def is_prepared(config: ml_collections.ConfigDict) -> bool:
@@ -95,7 +101,7 @@ def manifest(config: ml_collections.ConfigDict) -> dict:
     path = directory(config) / MANIFEST
     if not path.is_file():
         raise UsageError(
-            f"The transformer data for this config is not prepared (no {path}). Run "
+            f"The {_workload(config)} data for this config is not prepared (no {path}). Run "
             f"`{command(config)}` once, with the same --config.KEY=VALUE overrides as the run "
             "(it builds the vocabulary and tokenizes and packs the data offline, so that every "
             "run of a result sees the same data state), then start the run again.")

@@ -25,28 +25,20 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
-import sacrebleu
 
-from tpubench.errors import UsageError
-from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.evaluation import EvalOutput
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.transformer import decode as decode_lib
 from workloads.transformer import input_pipeline as ip
 from workloads.transformer import model as model_lib
 from workloads.transformer import prepared
+from workloads.transformer.translation import PreparedTranslation, corpus_bleu  # noqa: F401
 
 TRAIN_KEYS = tuple(
     f"{k}{suffix}" for k in ip.PACKED_KEYS for suffix in ("", "_position", "_segmentation")
 )
-
-
-def corpus_bleu(hypotheses: list[str], references: list[str], tokenize: str = "intl") -> float:
-    """Uncased corpus BLEU-4 as a fraction (sacreBLEU; "intl" = the reference's tokenization)."""
-    return sacrebleu.corpus_bleu(hypotheses, [references], lowercase=True,
-                                 tokenize=tokenize).score / 100.0
 
 
 def rsqrt_schedule(base: float, emb_dim: int, warmup_steps: int) -> optax.Schedule:
@@ -92,7 +84,7 @@ DATA_SOURCES = {
 }
 
 
-class TransformerWorkload(Workload):
+class TransformerWorkload(PreparedTranslation, Workload):
     """Transformer-big on WMT17 En-De (full) or a small Transformer on Multi30k (mini)."""
 
     name = "transformer"
@@ -130,12 +122,6 @@ class TransformerWorkload(Workload):
             attention_dropout_rate=c.model.attention_dropout_rate,
             dtype=jnp.dtype(c.model.dtype),
         )
-
-    def manifest(self) -> dict[str, Any]:
-        """The prepared data's manifest (`UsageError` naming the prepare command if absent)."""
-        if "manifest" not in self._host:
-            self._host["manifest"] = prepared.manifest(self.config)
-        return self._host["manifest"]
 
     @property
     def eval_input_len(self) -> int:
@@ -261,29 +247,6 @@ class TransformerWorkload(Workload):
         return EvalOutput(per_example={"decoded": self.translate(params, batch["inputs"]),
                                        "example_id": batch["example_id"]})
 
-    def eval_finalize(self, results: EvalResults) -> float:
-        """Corpus BLEU of the detokenized translations, as a fraction: sacreBLEU with the
-        reference's settings (uncased, international tokenization; see the module docstring)."""
-        if self.config.data.source == "synthetic":
-            return 0.0  # synthetic data measures speed; there are no references
-        ids = np.asarray(results.per_example["example_id"])
-        hyps = self.tokenizer().decode(np.asarray(results.per_example["decoded"]))
-        _, references = self.eval_data()
-        if sorted(ids.tolist()) != list(range(len(references))):
-            raise ValueError(
-                f"eval covered {len(ids)} examples, expected each of {len(references)} once")
-        order = np.argsort(ids)
-        return corpus_bleu([hyps[i] for i in order], [references[i] for i in ids[order]],
-                           self.config.eval.bleu_tokenize)
-
-    def synthetic_eval_batch(self, rng: jax.Array, batch_size: int) -> Batch:
-        """Eval batches are source sentences, not packed rows: random (non-special) source
-        tokens of the eval input length, ending in EOS, numbered by example."""
-        ids = jax.random.randint(rng, (batch_size, self.eval_input_len), 3,
-                                 self.config.model.vocab_size, jnp.int32)
-        return {"inputs": ids.at[:, -1].set(model_lib.EOS_ID),
-                "example_id": jnp.arange(batch_size, dtype=jnp.int32)}
-
     # ---- data -----------------------------------------------------------------------------------
     def prepare(self) -> None:
         """Offline: read the corpora, build the vocabulary, tokenize and pack (`prepared.py`)."""
@@ -297,30 +260,8 @@ class TransformerWorkload(Workload):
         """Before any compute: the source's files (`DATA_SOURCES`), then the prepared data
         exists and its eval inputs fit (manifest and paths only: the data itself is read after
         run_start)."""
-        c = self.config
         super().check_data()
-        manifest = self.manifest()
-        if manifest["vocab_size"] > c.model.vocab_size:
-            raise UsageError(
-                f"The prepared vocabulary has {manifest['vocab_size']} subtokens, more than "
-                f"vocab_size={c.model.vocab_size}; set --config.model.vocab_size to at least that.")
-        if self.eval_input_len < manifest["max_eval_source_len"]:
-            raise UsageError(
-                f"max_eval_input_len={c.data.max_eval_input_len} would truncate eval sources of up "
-                f"to {manifest['max_eval_source_len']} tokens; eval inputs are never truncated. "
-                "Use 0 (the longest prepared source) or a larger value.")
-
-    def tokenizer(self):
-        """The prepared shared vocabulary."""
-        if "tokenizer" not in self._host:
-            self._host["tokenizer"] = prepared.tokenizer(self.config)
-        return self._host["tokenizer"]
-
-    def eval_data(self) -> tuple[list[np.ndarray], list[str]]:
-        """The prepared eval set: tokenized sources (with EOS) and raw references."""
-        if "eval" not in self._host:
-            self._host["eval"] = prepared.load_eval(self.config)
-        return self._host["eval"]
+        self.check_prepared()
 
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """One segment per row of random (non-special) tokens."""
