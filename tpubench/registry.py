@@ -15,6 +15,7 @@ _WORKLOADS = {
     "resnet": "workloads.resnet.workload:ResNetWorkload",
     "bert": "workloads.bert.workload:BertWorkload",
     "dlrm": "workloads.dlrm.workload:DLRMWorkload",
+    "ssd": "workloads.ssd.workload:SSDWorkload",
 }
 
 
