@@ -155,8 +155,8 @@ def test_anchor_and_model_mismatch_is_refused():
 def test_tfds_coco_pipeline_on_mock_data_gives_the_workloads_batches():
     """The COCO tfds code path (SSD crop, flip, colour jitter, resize, padding, eval fields) on
     tfds.testing.mock_data: batches of exactly the workload's batch_spec, valid boxes, labels
-    1..80, eval sizes = the original image sizes. Bites: the tfds (ymin, xmin, ...) boxes used
-    as ltrb unchanged (boxes with l > r survive into the batch)."""
+    1..80; the eval batch's first image carries the raw example's boxes as ltrb, its labels + 1
+    and its size. Bites: the tfds (ymin, xmin, ymax, xmax) boxes used as ltrb unchanged."""
     from unittest import mock
 
     import tensorflow_datasets as tfds
@@ -171,6 +171,8 @@ def test_tfds_coco_pipeline_on_mock_data_gives_the_workloads_batches():
             tfds.core.DatasetBuilder, "is_prepared", return_value=True):
         train_batch = next(w.train_batches(0, 0, 1))
         eval_batch = next(coco.eval_batches(cfg, 0, 1))
+        raw = next(ex for ex in tfds.as_numpy(coco.builder(cfg).as_dataset(split="validation"))
+                   if len(ex["objects"]["label"]))
     for batch, is_train in ((train_batch, True), (eval_batch, False)):
         spec = w.batch_spec(4, train=is_train)
         assert set(batch) == set(spec)
@@ -182,6 +184,14 @@ def test_tfds_coco_pipeline_on_mock_data_gives_the_workloads_batches():
         assert (b[:, 2] > b[:, 0]).all() and (b[:, 3] > b[:, 1]).all()
         assert b.min() >= 0 and b.max() <= 1
     assert (eval_batch["size"] > 1).all() and (eval_batch["mask"] == 1).all()
+    np.testing.assert_array_equal(eval_batch["size"][0], raw["image"].shape[:2])
+    o = raw["objects"]
+    n = min(len(o["bbox"]), len(o["label"]), len(o["is_crowd"]), len(o["area"]))
+    want = o["bbox"][:n][:, [1, 0, 3, 2]]
+    ok = ((want[:, 2] - want[:, 0]) > 1e-4) & ((want[:, 3] - want[:, 1]) > 1e-4)
+    k = min(int(ok.sum()), 12)
+    np.testing.assert_allclose(eval_batch["boxes"][0, :k], want[ok][:k], atol=1e-6)
+    np.testing.assert_array_equal(eval_batch["labels"][0, :k], o["label"][:n][ok][:k] + 1)
 
 
 def test_missing_coco_is_a_usage_error_naming_the_build_command(tmp_path):
