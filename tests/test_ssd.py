@@ -28,7 +28,7 @@ def test_full_model_has_19972534_parameters_and_8732_boxes():
     """Parameters and outputs of SSD300-ResNet34 with 81 classes, by shape inference only.
     Hand count: ResNet-34 conv1..layer3 8,170,304 (convs + BN), extra blocks 3,574,400, loc
     heads 387,192, conf heads 7,840,638. Bites: the first layer3 block at stride 2 (maps
-    19/10/5/3/1/?) and dropping the extra blocks' biases (19,969,846)."""
+    19/10/5/3/1/?) and dropping the conv biases of the extra blocks and heads."""
     w = _workload("full", **SYNTHETIC)
     assert steps.param_count(w) == 19_972_534
     w.check_shapes()
@@ -76,8 +76,7 @@ def test_reference_learning_rate_schedule():
 def test_loss_with_zeroed_heads_equals_the_hand_formula():
     """Heads with zero weights predict offsets 0 and uniform classes: per image the loss is
     (sum over positives of smooth-L1(encoded ground truth) + (P + min(3P, A)) log C) / P.
-    Bites: matching against xywh default boxes instead of ltrb; ground-truth labels shifted
-    by one."""
+    Bites: matching against xywh default boxes instead of ltrb."""
     w = _workload("smoke")
     params, state = w.init(jax.random.key(0))
     params = jax.tree_util.tree_map_with_path(
@@ -233,3 +232,69 @@ def test_mini_log_passes_the_official_compliance_checker(mini_run):
     result = mllog.check_compliance(workdir / "mlperf_log.txt")
     assert result.valid, result.output
     assert '"submission_division", "value": "open"' in (workdir / "mlperf_log.txt").read_text()
+
+
+def _made_state_dict(w) -> dict[str, np.ndarray]:
+    """A torchvision-named state dict with distinct random values for every backbone tensor
+    of workload `w` (the reference's file format, made small)."""
+    from flax import linen as nn
+
+    params, state = jax.eval_shape(w.init, jax.random.key(0))
+    params, stats = nn.unbox(params)["backbone"], state["batch_stats"]["backbone"]
+    rng = np.random.default_rng(0)
+    out = {}
+    for mod, p in params.items():
+        blocks = {mod: p} if "kernel" in p or "scale" in p else {
+            f"{mod}/{k}": v for k, v in p.items()}
+        for name, leaf in blocks.items():
+            from workloads.ssd.convert import _torch_prefix
+            prefix = _torch_prefix(tuple(name.split("/")))
+            if "kernel" in leaf:
+                h, w_, i, o = leaf["kernel"].shape
+                out[f"{prefix}.weight"] = rng.normal(size=(o, i, h, w_)).astype(np.float32)
+            else:
+                c = leaf["scale"].shape[0]
+                for k in ("weight", "bias", "running_mean", "running_var"):
+                    out[f"{prefix}.{k}"] = rng.uniform(0.5, 1.5, c).astype(np.float32)
+                out[f"{prefix}.num_batches_tracked"] = np.array(7)
+    del stats
+    out["fc.weight"] = np.zeros((3, 3), np.float32)  # unused keys are ignored (layer4, fc)
+    return out
+
+
+def test_backbone_converter_loads_a_made_torchvision_file(tmp_path):
+    """Every value lands transposed OIHW -> HWIO in the right module; a file with a missing or
+    misshapen tensor is a UsageError. Bites: kernels transposed (3, 2, 1, 0) (h and w swapped
+    for the 7x7 conv1 kernel: values differ); downsample.0/1 mapped the other way round."""
+    from workloads.ssd import convert
+
+    w = _workload("smoke")
+    sd = _made_state_dict(w)
+    path = tmp_path / "resnet34.npz"
+    np.savez(path, **sd)
+    cfg = config_lib.load("ssd", "smoke", {"model.backbone_checkpoint": str(path)})
+    w2 = registry.create(cfg)
+    w2.check_data()
+    params, state = w2.init(jax.random.key(0))
+    from flax import linen as nn
+
+    bb = nn.unbox(params)["backbone"]
+    np.testing.assert_array_equal(bb["conv1"]["kernel"], sd["conv1.weight"].transpose(2, 3, 1, 0))
+    np.testing.assert_array_equal(bb["layer2_0"]["downsample_conv"]["kernel"],
+                                  sd["layer2.0.downsample.0.weight"].transpose(2, 3, 1, 0))
+    np.testing.assert_array_equal(bb["layer3_0"]["bn2"]["scale"], sd["layer3.0.bn2.weight"])
+    stats = state["batch_stats"]["backbone"]
+    np.testing.assert_array_equal(stats["layer2_0"]["downsample_bn"]["var"],
+                                  sd["layer2.0.downsample.1.running_var"])
+    bad = dict(sd)
+    del bad["layer1.0.bn1.running_mean"]
+    bad["conv1.weight"] = bad["conv1.weight"][:, :, :3]
+    np.savez(tmp_path / "bad.npz", **bad)
+    with pytest.raises(UsageError, match="missing layer1.0.bn1.running_mean.*wrong shapes: "
+                                         "conv1.weight"):
+        convert.load_backbone(convert.read_state_dict(tmp_path / "bad.npz"),
+                              params["backbone"], state["batch_stats"]["backbone"])
+    missing = registry.create(config_lib.load("ssd", "smoke", {
+        "model.backbone_checkpoint": str(tmp_path / "none.npz")}))
+    with pytest.raises(UsageError, match="does not exist"):
+        missing.check_data()

@@ -10,6 +10,7 @@ then applies the reference's smooth-L1 + hard-negative-mined cross-entropy
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
 import jax
@@ -21,7 +22,7 @@ from tpubench.detection import coco_eval, default_boxes, loss, matching, nms
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
-from workloads.ssd import coco, input_pipeline, model, optim
+from workloads.ssd import coco, convert, input_pipeline, model, optim
 
 DATA_SOURCES = {
     "tfds": DataSource.of_config(
@@ -61,6 +62,27 @@ class SSDWorkload(Workload):
             extras=tuple(tuple(e) for e in m.extras), stage_sizes=tuple(m.stage_sizes),
             widths=tuple(m.widths), bn_span=int(m.bn_span),
             dtype=jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32)
+
+    def init(self, rng):
+        """The model's init; with `model.backbone_checkpoint`, the backbone's parameters and
+        batch-norm statistics from that file (workloads/ssd/convert.py), as the reference
+        starts from ImageNet ResNet-34 weights."""
+        params, state = super().init(rng)
+        path = self.config.model.get("backbone_checkpoint", "")
+        if path:
+            new_p, new_s = convert.load_backbone(convert.read_state_dict(path),
+                                                 params["backbone"],
+                                                 state["batch_stats"]["backbone"])
+            params = {**params, "backbone": new_p}
+            state = {**state, "batch_stats": {**state["batch_stats"], "backbone": new_s}}
+        return params, state
+
+    def check_data(self) -> None:
+        """The data source's check, and the backbone file's existence (before any compute)."""
+        super().check_data()
+        path = self.config.model.get("backbone_checkpoint", "")
+        if path and not os.path.exists(path):
+            convert.read_state_dict(path)  # the UsageError naming the fix
 
     def check_shapes(self) -> None:
         """ValueError unless the model's feature maps are the anchors' (by shape inference)."""
