@@ -298,3 +298,23 @@ def test_backbone_converter_loads_a_made_torchvision_file(tmp_path):
         "model.backbone_checkpoint": str(tmp_path / "none.npz")}))
     with pytest.raises(UsageError, match="does not exist"):
         missing.check_data()
+
+
+def test_inference_samples_and_accuracy_round_trip():
+    """The served mini's QSL carries each eval image's ground truth; detections equal to that
+    ground truth score mAP 1 through the spec's accuracy, and the same detections with every
+    label moved to the next class score 0. Bites: the packed (height, width) read as (l, t)."""
+    from tpubench.infer import spec as spec_lib
+
+    w = _workload("mini", **{"eval.samples": 20, "eval.batch_size": 10})
+    sp = spec_lib.inference_spec(w)
+    samples = sp.load_samples()
+    assert samples.count == 20 and samples.inputs.shape == (20, 64, 64, 1)
+    gt = samples.labels
+    assert gt.shape == (20, 8, 9) and (gt[:, :, 7:9] == 64).all()
+    perfect = np.concatenate([gt[..., :4], np.ones_like(gt[..., :1]), gt[..., 4:5]], -1)
+    assert sp.accuracy(perfect, gt) == pytest.approx(1.0)
+    wrong = perfect.copy()
+    wrong[..., 5] = np.where(wrong[..., 5] > 0, wrong[..., 5] % 10 + 1, 0)
+    assert sp.accuracy(wrong, gt) == pytest.approx(0.0)
+    assert sp.mlperf_name == "ssd-resnet34" and not sp.benchmark_model_and_data

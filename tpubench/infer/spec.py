@@ -87,6 +87,7 @@ class InferenceSpec:
 _SPECS = {
     "resnet": "workloads.resnet.inference:resnet_inference_spec",
     "bert": "workloads.bert.inference:bert_inference_spec",
+    "ssd": "workloads.ssd.inference:ssd_inference_spec",
 }
 
 
