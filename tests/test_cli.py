@@ -99,7 +99,8 @@ def test_list_shows_every_workload_and_config_with_its_target(capsys):
             workload = line.split()[0]
             assert line == f"{workload}  (MLPerf: {registry.workload_class(workload).mlperf_name})"
             listed[workload] = {}
-    assert sorted(listed) == registry.names() == ["bert", "dlrm", "resnet", "transformer"]
+    assert sorted(listed) == registry.names() == [
+        "bert", "dlrm", "gnmt", "minigo", "resnet", "rnnt", "ssd", "transformer"]
     for name in registry.names():
         assert sorted(listed[name]) == config_lib.config_names(name)
         for cfg_name, (dataset, metric, op, value, kind) in listed[name].items():

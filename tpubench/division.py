@@ -277,6 +277,28 @@ WORKLOADS: dict[str, dict[str, Tunable]] = {
             "[...] may [be] used during pre-processing\"; the reference loads the published "
             "vocab.ende.32768 when given it (utils/tokenizer.py)"),
     },
+    "ssd": {  # the keys closed_ssd.yaml (training_0.7.0) logs and checks
+        "data.global_batch_size": Tunable(_HP + "ssd | sgd | global_batch_size | arbitrary "
+                                          "constant"),
+        "optimizer.learning_rate": Tunable(
+            _HP + "ssd | sgd | opt_base_learning_rate | arbitrary constant"),
+        "schedule.warmup_steps": Tunable(
+            _HP + "ssd | sgd | opt_learning_rate_warmup_steps | integer >= 1 (checker)"),
+        "schedule.warmup_factor": Tunable(
+            _HP + "ssd | sgd | opt_learning_rate_warmup_factor | integer >= 0 (checker)"),
+        "schedule.decay_steps": Tunable(
+            _HP + "ssd | sgd | opt_learning_rate_decay_boundary_epochs | 40 * (1 + k / 10), "
+            "50 * (1 + k / 10) epochs (checker), as steps at the config's batch"),
+        "schedule.decay_boundary_epochs": Tunable(
+            _HP + "ssd | sgd | opt_learning_rate_decay_boundary_epochs (checker)"),
+        "data.max_samples": Tunable(
+            _HP + "ssd | sgd | max_samples | 1 or 50",
+            _one_of("data.max_samples", (1, 50), "ssd | sgd | max_samples")),
+        "model.bn_span": Tunable(_HP + "ssd | sgd | model_bn_span | arbitrary constant"),
+        "model.backbone_checkpoint": Tunable(
+            f"{RULES}, Data State at Start of Run: where the reference's ImageNet-pretrained "
+            "ResNet-34 file lives (train.py --pretrained-backbone), not what it is"),
+    },
 }
 
 # Keys the config file (or this module) sets: never overridden.

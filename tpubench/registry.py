@@ -18,6 +18,7 @@ _WORKLOADS = {
     "dlrm": "workloads.dlrm.workload:DLRMWorkload",
     "rnnt": "workloads.rnnt.workload:RNNTWorkload",
     "minigo": "workloads.minigo.workload:MiniGoWorkload",
+    "ssd": "workloads.ssd.workload:SSDWorkload",
 }
 
 

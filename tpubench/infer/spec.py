@@ -108,6 +108,7 @@ _SPECS = {
     "bert": "workloads.bert.inference:bert_inference_spec",
     "dlrm": "workloads.dlrm.inference:dlrm_inference_spec",
     "rnnt": "workloads.rnnt.inference:rnnt_inference_spec",
+    "ssd": "workloads.ssd.inference:ssd_inference_spec",
 }
 
 

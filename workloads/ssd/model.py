@@ -1,0 +1,151 @@
+"""SSD300 with a ResNet-34 backbone in Flax linen: the MLPerf v0.7 reference model.
+
+Source: mlcommons/training single_stage_detector/ssd (v0.7):
+- base_model.py `ResNet34`: torchvision resnet34 up to and including layer3 ("conv4"), conv5
+  (layer4), the pooling and the classifier dropped; the first block of layer3 at stride 1
+  (`_ModifyBlock(..., stride=(1, 1))` on its conv1 and downsample conv), so a 300x300 image
+  gives a 38x38x256 map.
+- ssd300.py `SSD300._build_additional_features`: five blocks of conv1x1 + ReLU + conv3x3 +
+  ReLU (with biases, no batch norm), channels 256/512, 256/512, 128/256, 128/256, 128/256,
+  the first three at stride 2 padding 1, the last two unpadded: maps 19, 10, 5, 3, 1.
+- ssd300.py heads: a 3x3 conv (padding 1, bias) per map for 4 * boxes offsets and
+  classes * boxes logits, boxes per cell (4, 6, 6, 6, 4, 4); `bbox_view` flattens them
+  coordinate-major, (box, row, column) order, which is the default-box order
+  (`tpubench.detection.default_boxes`).
+- `_init_weights`: Xavier-uniform for the additional blocks and heads (biases: zeros here;
+  torch's default is a small uniform). The backbone starts from ImageNet weights in the
+  reference (workloads/ssd/convert.py); from scratch it uses torchvision's Kaiming-normal
+  (fan_out) convs and unit batch-norm scales.
+
+Full size (81 classes): 19,972,534 parameters (tests/test_ssd.py, by jax.eval_shape), 8,732
+boxes. The mini uses the same code with fewer blocks, narrower layers and fewer extra blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import jax.numpy as jnp
+from flax import linen as nn
+
+from tpubench import layers
+
+CONV_AXES = ("conv_h", "conv_w", "conv_in", "conv_out")
+ModuleDef = Any
+
+
+def _init(base):
+    return nn.with_logical_partitioning(base, CONV_AXES)
+
+
+KAIMING = _init(nn.initializers.variance_scaling(2.0, "fan_out", "normal"))
+XAVIER = _init(nn.initializers.xavier_uniform())
+
+
+class BasicBlock(nn.Module):
+    """torchvision BasicBlock: 3x3 (strided) -> BN -> ReLU -> 3x3 -> BN, + shortcut, ReLU."""
+
+    filters: int
+    conv: ModuleDef
+    norm: ModuleDef
+    strides: int = 1
+
+    @nn.compact
+    def __call__(self, x):
+        s = (self.strides, self.strides)
+        y = nn.relu(self.norm(name="bn1")(self.conv(self.filters, (3, 3), s, name="conv1")(x)))
+        y = self.norm(name="bn2")(self.conv(self.filters, (3, 3), name="conv2")(y))
+        if x.shape[-1] != self.filters or self.strides != 1:
+            x = self.conv(self.filters, (1, 1), s, padding="VALID", name="downsample_conv")(x)
+            x = self.norm(name="downsample_bn")(x)
+        return nn.relu(x + y)
+
+
+class ResNetBackbone(nn.Module):
+    """ResNet-34 conv1..layer3 with layer3's first block at stride 1 (base_model.py)."""
+
+    stage_sizes: Sequence[int] = (3, 4, 6)
+    widths: Sequence[int] = (64, 128, 256)
+    stage_strides: Sequence[int] = (1, 2, 1)
+    dtype: Any = jnp.float32
+    bn_span: int = 0
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        conv = partial(nn.Conv, use_bias=False, dtype=self.dtype, kernel_init=KAIMING,
+                       padding=((1, 1), (1, 1)))
+        norm = partial(layers.BatchNorm, use_running_average=not train, span=self.bn_span,
+                       momentum=0.9, epsilon=1e-5, dtype=self.dtype)  # torch BN momentum 0.1
+        x = conv(self.widths[0], (7, 7), (2, 2), padding=((3, 3), (3, 3)), name="conv1")(x)
+        x = nn.relu(norm(name="bn1")(x))
+        x = nn.max_pool(x, (3, 3), strides=(2, 2), padding=((1, 1), (1, 1)))
+        for i, (n, w, s) in enumerate(zip(self.stage_sizes, self.widths, self.stage_strides,
+                                          strict=True)):
+            for j in range(n):
+                x = BasicBlock(w, conv=conv, norm=norm, strides=s if j == 0 else 1,
+                               name=f"layer{i + 1}_{j}")(x)
+        return x
+
+
+class SSD(nn.Module):
+    """`__call__(images [B, H, W, C], train)` -> (offsets [B, A, 4], logits [B, A, classes]),
+    float32, A = sum over maps of boxes_per_cell * H * W."""
+
+    num_classes: int = 81
+    boxes_per_cell: Sequence[int] = (4, 6, 6, 6, 4, 4)
+    # (1x1 channels, 3x3 channels, 3x3 stride, 3x3 padding) per additional block (ssd300.py)
+    extras: Sequence[Sequence[int]] = ((256, 512, 2, 1), (256, 512, 2, 1), (128, 256, 2, 1),
+                                       (128, 256, 1, 0), (128, 256, 1, 0))
+    stage_sizes: Sequence[int] = (3, 4, 6)
+    widths: Sequence[int] = (64, 128, 256)
+    dtype: Any = jnp.float32
+    bn_span: int = 0
+
+    @nn.compact
+    def __call__(self, x, train: bool = True):
+        if len(self.boxes_per_cell) != len(self.extras) + 1:
+            raise ValueError("SSD: one boxes_per_cell entry per feature map (extras + 1).")
+        x = jnp.asarray(x, self.dtype)
+        x = ResNetBackbone(self.stage_sizes, self.widths, dtype=self.dtype, bn_span=self.bn_span,
+                           name="backbone")(x, train)
+        maps = [x]
+        conv = partial(nn.Conv, dtype=self.dtype, kernel_init=XAVIER)
+        for i, (mid, out, stride, pad) in enumerate(self.extras):
+            x = nn.relu(conv(mid, (1, 1), name=f"extra{i}_conv1")(x))
+            x = nn.relu(conv(out, (3, 3), (stride, stride), padding=((pad, pad), (pad, pad)),
+                             name=f"extra{i}_conv2")(x))
+            maps.append(x)
+        offsets, logits = [], []
+        for k, (fmap, nd) in enumerate(zip(maps, self.boxes_per_cell, strict=True)):
+            offsets.append(self._head(conv(nd * 4, (3, 3), name=f"loc{k}")(fmap), nd, 4))
+            logits.append(self._head(conv(nd * self.num_classes, (3, 3), name=f"conf{k}")(fmap),
+                                     nd, self.num_classes))
+        return (jnp.concatenate(offsets, 1).astype(jnp.float32),
+                jnp.concatenate(logits, 1).astype(jnp.float32))
+
+    @staticmethod
+    def _head(y, boxes: int, width: int):
+        """[B, H, W, width * boxes] (torch channel = coord * boxes + box) -> [B, boxes*H*W,
+        width] in (box, row, column) order: ssd300.py `bbox_view`'s layout."""
+        b, h, w, _ = y.shape
+        y = y.reshape(b, h, w, width, boxes).transpose(0, 4, 1, 2, 3)
+        return y.reshape(b, boxes * h * w, width)
+
+
+def feature_sizes(model: SSD, image_size: int, channels: int = 3) -> list[int]:
+    """The side of each feature map for a square input (by shape inference, no compute)."""
+    import jax
+
+    def run(x):
+        variables = model.init(jax.random.key(0), x, train=False)
+        return model.apply(variables, x, train=False, capture_intermediates=True,
+                           mutable=["intermediates"])
+
+    out = jax.eval_shape(run, jnp.zeros((1, image_size, image_size, channels)))
+    inter = out[1]["intermediates"]
+    sizes = [inter["backbone"]["__call__"][0].shape[1]]
+    for i in range(len(model.extras)):
+        sizes.append(inter[f"extra{i}_conv2"]["__call__"][0].shape[1])
+    return sizes
