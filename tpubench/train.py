@@ -306,8 +306,12 @@ def _train_block(ctx: RunContext, state, step: int, dispatch: int, feed, preempt
                 break
     block_s = watch.stop(state)
     ctx.progress.train_s += block_s
-    host_metrics = (jax.device_get(dispatch_metrics) if preempted
-                    else _read_block_metrics(dispatch_metrics, step))
+    try:
+        host_metrics = (jax.device_get(dispatch_metrics) if preempted
+                        else _read_block_metrics(dispatch_metrics, step))
+    except Diverged as e:
+        e.state = state  # the caller's state was donated to this block's first dispatch
+        raise
     ctx.metrics.train_block(list(zip(end_steps, host_metrics, strict=True)),
                             (step - block_start_step) * gbs / block_s)
     if step == stop:  # complete (SIGTERM may have come at its last dispatch)
@@ -363,6 +367,7 @@ def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -
                     _save(ctx, state, progress, step)
         except Diverged as e:
             error = str(e)
+            state = getattr(e, "state", state)
         finally:
             if feed is not None:
                 feed.close()
