@@ -65,7 +65,7 @@ def test_dispatches_compute_exactly_what_a_plain_jitted_step_computes():
     state after a 1-step dispatch is bitwise the one a plain `jax.jit(train_step)` gives, after a
     3-step one the same up to XLA's rounding inside a loop, and the FLOP count is that of the
     plain step's lowering.
-    Bites: the dispatch folding `step + 1` into the rng instead of `step` (tried): params differ."""
+    Bites: the dispatch scanning its K batches in reverse order (tried): the states differ."""
     eng, _ = _counting_engine()
     compiled = eng.compile(3, synthetic=False, other_sizes=(1,))
     plain = jax.jit(steps.make_train_step(eng.workload))

