@@ -239,14 +239,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--topology", required=True,
                         help="target, e.g. v5p:2x2x2, v4:2x2x1, v5e:2x2, cpu:1")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    args, rest = parser.parse_known_args(argv)
-    bad = [a for a in rest if not a.startswith("--config.")]
+    overrides, words = config_lib.split_overrides(argv)
+    args, bad = parser.parse_known_args(words)
     if bad:
         raise UsageError(f"Unrecognized arguments: {' '.join(bad)} (overrides are "
-                         "--config.KEY=VALUE).")
+                         "--config.KEY=VALUE or --config.KEY VALUE).")
     topology.parse(args.topology)  # unknown or malformed topology -> UsageError, before loading
     registry.workload_class(args.workload)  # unknown workload -> UsageError
-    cfg = config_lib.load(args.workload, args.config, rest)
+    cfg = config_lib.load(args.workload, args.config, overrides)
     if not cfg.workload:
         cfg.workload = args.workload
     report = fit(cfg, args.topology)
