@@ -56,6 +56,21 @@ step 1,500 it stays below the strongest baseline (0.1931 / 0.2020 vs 0.2077), fa
 0.224 that 4 standard errors above it would need. Same setup with
 vocab 2048: 0.0869 at step 300 (vocab 1024: 0.0996); vocab 4096 with AdamW lr 3e-3 or 5e-3
 (warmup 50): stuck at the most-frequent word (loss ~6.4) through step 350 / 200.
+Measured later (2026-12-01, second session; same seq-16 vocab-1024 AdamW batch-128 setup,
+standalone loop of the same code, evals every 250 steps, seed 0 unless said):
+  schedule.train_steps=3000 (lr 1e-3, warmup 50): .0962 .1370 .1667 at steps 250/500/750
+    (above the decay-to-1500 run: .0953 .1335 .1501), stopped there for lack of CPU.
+  lr 2e-3, warmup 100, train_steps=2000, seeds 0 / 1: .1054 / .0954, .1261 / .1268,
+    .1432 / .1509 at steps 250/500/750: slower than lr 1e-3 (stopped).
+  seq 32 (max_predictions 4, eval.samples 2660 = every held-out window, 9,112 masked words),
+    batch 64, lr 1e-3, train_steps=3000: .0955 .1189 .1272 at steps 250/500/750, the
+    seq-64 plateau again; its strongest baseline is higher: bidi-5 +copy 0.2232 (bidirectional
+    +copy 0.2222, markov +copy 0.2004; SE 0.0043).
+  A larger eval set lowers the standard error the margin is counted in: `eval.samples` past the
+  held-out windows repeats them under fresh masks (shakespeare.eval_examples). Seq 16, 4 passes
+  (eval.samples=23744, 40,793 masked words, SE 0.0020): most-frequent 0.0448 (+copy 0.1337),
+  bigram 0.0939 (0.1735), trigram 0.1046 (0.1823), bidirectional 0.1343 (0.2064), bidi-5
+  0.1351 (0.2068, the strongest), markov 0.1135 (0.1896); 4 SE above the strongest: 0.2148.
 """
 
 from workloads.bert.configs._common import bert_base_config
