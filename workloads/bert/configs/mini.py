@@ -83,6 +83,9 @@ standalone loop of the same code, evals every 250 steps, seed 0 unless said):
       .2181 .2194
     seed 1: .0937 .1306 .1712 .1848 .2001 .2050 .2102 .2126 (.2132) .2178 .2207
       .2228 .2235
+    seed 2: .0970 .1350 .1654 .1881 .1976 .2069 .2075
+    seed 3: .0901 .1230 .1517 .1698 .1821 .1942 .2006
+    (seeds 2-3 stopped at the deadline; seed 3 trails seeds 0-2 by ~0.01 at every eval.)
   At step 2,000 both seeds are above every baseline by only 1.1 / 2.9 SE; at step 3,000 (lr 0)
   by 6.3 / 8.3 SE (0.2194 / 0.2235 vs bidi-5 +copy 0.2068, SE 0.0020). A target of 0.216
   (4.6 SE above the strongest baseline) is first reached at step 2,750 (seed 0) / 2,250
