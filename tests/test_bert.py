@@ -267,6 +267,36 @@ def test_shakespeare_split_vocab_and_baseline():
     assert float(hits.sum() / weights.sum()) == pytest.approx(0.0418, abs=5e-4)
 
 
+def test_eval_set_past_the_last_window_repeats_the_windows_under_fresh_masks():
+    """Seq 16: 5,936 held-out windows of 13 words. Asking for two passes (11,872 examples)
+    returns pass 1 unchanged (the one-pass set), then the same windows again (the same words in
+    segment A) masked afresh; more than `MAX_EVAL_PASSES` passes is a usage error.
+    Bites: pass 2 reusing pass 1's masks (np.tile of the one-pass set): no masked position
+    moves."""
+    corpus = shakespeare.ShakespeareCorpus(1024)
+    one = shakespeare.eval_examples(corpus, 5936, 16, 2)
+    two = shakespeare.eval_examples(corpus, 2 * 5936, 16, 2)
+    for k in one:
+        np.testing.assert_array_equal(two[k][:5936], one[k])
+
+    def segment_a_words(ex):
+        ids = ex["input_ids"].copy()
+        rows = np.broadcast_to(np.arange(len(ids))[:, None], ids[:, :2].shape)
+        used = ex["masked_lm_weights"] > 0
+        ids[rows[used], ex["masked_lm_positions"][used]] = ex["masked_lm_ids"][used]
+        return ids[:, 1:7]  # [CLS] then segment A: (16 - 3) // 2 = 6 words
+
+    first, second = segment_a_words(two)[:5936], segment_a_words(two)[5936:]
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(first[:3], corpus.eval_tokens[np.arange(3)[:, None] * 13
+                                                               + np.arange(6)])
+    moved = (two["masked_lm_positions"][:5936] != two["masked_lm_positions"][5936:]).any(1)
+    assert moved.mean() > 0.8
+    too_many = shakespeare.MAX_EVAL_PASSES * 5936 + 1
+    with pytest.raises(UsageError, match="passes over the 5936 held-out windows"):
+        shakespeare.eval_examples(corpus, too_many, 16, 2)
+
+
 def test_masking_rate_and_80_10_10_split_on_a_big_batch():
     """On 4,096 hand-made rows of 64 tokens (words, plus [UNK]/specials that must never be
     chosen), `mask_tokens` picks round(15%) of each row's candidates (at most 10), reports the
