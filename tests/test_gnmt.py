@@ -1,5 +1,6 @@
 """GNMT (MLPerf `gnmt`): model size and maths, the reference's beam search, schedule, loss, logs."""
 
+import functools
 import json
 import math
 
@@ -85,13 +86,12 @@ def test_encoder_ignores_padding_and_reads_sources_backward_from_their_last_toke
     Bites: reversing the padded row (jnp.flip) instead of each source within its length."""
     model = _tiny()
     src = jnp.array([[5, 6, 7, 1, 0, 0]], jnp.int32)
-    params = model.init(jax.random.PRNGKey(0), src, src[:, :2])["params"]
-    short = model.apply({"params": params}, src, method=gnmt_model.GNMT.encode)
-    longer = model.apply({"params": params}, jnp.pad(src, ((0, 0), (0, 5))),
-                         method=gnmt_model.GNMT.encode)
+    params = jax.jit(model.init)(jax.random.PRNGKey(0), src, src[:, :2])["params"]
+    encode = jax.jit(functools.partial(model.apply, method=gnmt_model.GNMT.encode))
+    short = encode({"params": params}, src)
+    longer = encode({"params": params}, jnp.pad(src, ((0, 0), (0, 5))))
     np.testing.assert_allclose(longer[:, :4], short[:, :4], atol=1e-6)
-    flipped = model.apply({"params": params}, jnp.array([[7, 6, 5, 1, 0, 0]], jnp.int32),
-                          method=gnmt_model.GNMT.encode)
+    flipped = encode({"params": params}, jnp.array([[7, 6, 5, 1, 0, 0]], jnp.int32))
     assert not np.allclose(flipped[:, :4], short[:, :4], atol=1e-5)
 
 
@@ -122,16 +122,16 @@ def test_decoding_step_by_step_equals_the_teacher_forced_pass():
     model = _tiny()
     src = jnp.array([[5, 6, 7, 1], [8, 1, 0, 0]], jnp.int32)
     tgt_in = jnp.array([[0, 3, 4, 9], [0, 2, 2, 1]], jnp.int32)
-    params = model.init(jax.random.PRNGKey(0), src, tgt_in)["params"]
+    params = jax.jit(model.init)(jax.random.PRNGKey(0), src, tgt_in)["params"]
     v = {"params": params}
-    full = model.apply(v, src, tgt_in)
-    enc = model.apply(v, src, method=gnmt_model.GNMT.encode)
+    full = jax.jit(model.apply)(v, src, tgt_in)
+    enc = jax.jit(functools.partial(model.apply, method=gnmt_model.GNMT.encode))(v, src)
     keys = model.apply(v, enc, method=gnmt_model.GNMT.attention_keys)
+    decode = jax.jit(functools.partial(model.apply, method=gnmt_model.GNMT.decode))
     zeros = jnp.zeros((2, 6))
     carry = [(zeros, zeros)] * 4
     for t in range(4):
-        logits, _, carry = model.apply(v, tgt_in[:, t:t + 1], enc, keys, src != 0, carry,
-                                       method=gnmt_model.GNMT.decode)
+        logits, _, carry = decode(v, tgt_in[:, t:t + 1], enc, keys, src != 0, carry)
         np.testing.assert_allclose(logits[:, 0], full[:, t], atol=1e-5)
 
 
@@ -148,13 +148,13 @@ def test_loss_is_label_smoothed_xent_summed_over_tokens_per_sentence():
     np.testing.assert_allclose(xent, want.sum(-1), atol=1e-6)
 
     c = _config("smoke", **{"model.vocab_size": 5, "model.num_classes": 5,
-                            "model.dropout_rate": 0.0})
+                            "model.dropout_rate": 0.0, "model.num_layers": 2})
     w = GNMTWorkload(c)
-    params = nn.meta.unbox(w.init(jax.random.PRNGKey(0))[0])
+    params = nn.meta.unbox(jax.jit(w.init)(jax.random.PRNGKey(0))[0])
     batch = {"inputs": jnp.array([[3, 1, 0], [4, 3, 1]], jnp.int32), "targets": targets}
-    loss, (_, metrics) = w.loss(params, {}, batch, jax.random.PRNGKey(0))
-    logits = w.model().apply({"params": params}, batch["inputs"],
-                             gnmt_model.shift_right(targets))
+    loss, (_, metrics) = jax.jit(w.loss)(params, {}, batch, jax.random.PRNGKey(0))
+    logits = jax.jit(w.model().apply)({"params": params}, batch["inputs"],
+                                      gnmt_model.shift_right(targets))
     per_token = smoothed_xent(logits, targets, 0.1) * (targets > 0)
     np.testing.assert_allclose(loss, per_token.sum() / 2, rtol=1e-5)
     np.testing.assert_allclose(metrics["loss_per_token"], per_token.sum() / 5, rtol=1e-5)
@@ -325,7 +325,8 @@ def test_full_config_log_has_every_closed_gnmt_key_and_fails_only_the_quality_ta
     Bites: dropping a key from mllog_hyperparameters (the checker fails on it)."""
     c = _config("full", **{"data.source": "synthetic", "model.vocab_size": 16,
                            "model.num_classes": 16, "model.hidden_size": 8,
-                           "eval.max_decode_len": 2, "data.global_batch_size": 8,
+                           "model.num_layers": 2, "eval.max_decode_len": 2,
+                           "data.global_batch_size": 8,
                            "eval.batch_size": 8, "eval.samples": 8, "data.train_samples": 16,
                            "run.max_train_samples": 8, "eval.every_samples": 8,
                            "model.dtype": "float32"})
