@@ -75,11 +75,7 @@ def _train(w: GNMTWorkload, start_step: int, process_index: int,
     return w.train_batches_from_pairs(start_step, process_index, process_count)
 
 
-def _eval(w: GNMTWorkload, process_index: int, process_count: int) -> Iterator[Batch]:
-    """The whole prepared eval split in fixed-shape batches padded with mask 0."""
-    return ip.eval_batches(w.eval_data()[0], w.config.eval.batch_size, w.eval_input_len,
-                           process_index, process_count)
-
+_eval = PreparedTranslation.eval_batches_padded
 
 DATA_SOURCES = {
     "tfds": DataSource(

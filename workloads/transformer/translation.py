@@ -9,6 +9,7 @@ do not have).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -20,7 +21,7 @@ import sacrebleu
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalResults
 from tpubench.workload import Batch
-from workloads.transformer import prepared
+from workloads.transformer import input_pipeline, prepared
 from workloads.transformer.model import EOS_ID
 
 
@@ -58,6 +59,12 @@ class PreparedTranslation:
         if "eval" not in self._host:
             self._host["eval"] = prepared.load_eval(self.prepare_config())
         return self._host["eval"]
+
+    def eval_batches_padded(self, process_index: int, process_count: int) -> Iterator[Batch]:
+        """The whole prepared eval split in fixed-shape batches padded with mask 0 (the eval
+        reader of both data sources of every translation workload)."""
+        return input_pipeline.eval_batches(self.eval_data()[0], self.config.eval.batch_size,
+                                           self.eval_input_len, process_index, process_count)
 
     def check_prepared(self) -> None:
         """The prepared data exists, its vocabulary fits the model and its eval inputs fit

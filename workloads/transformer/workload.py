@@ -65,22 +65,17 @@ def _prepared_train(w: TransformerWorkload, start_step: int, process_index: int,
                             process_index, process_count)
 
 
-def _prepared_eval(w: TransformerWorkload, process_index: int,
-                   process_count: int) -> Iterator[Batch]:
-    """The whole prepared eval split in fixed-shape batches padded with mask 0."""
-    return ip.eval_batches(w.eval_data()[0], w.config.eval.batch_size, w.eval_input_len,
-                           process_index, process_count)
-
+_eval_batches = PreparedTranslation.eval_batches_padded
 
 # Both read the data `tpubench prepare transformer` wrote (prepared.py); they differ in the raw
 # corpora that step reads.
 DATA_SOURCES = {
     "tfds": DataSource(
         "WMT17 en-de from tensorflow-datasets, prepared once with `tpubench prepare "
-        "transformer --config=...`", _prepared_train, _prepared_eval),
+        "transformer --config=...`", _prepared_train, _eval_batches),
     "multi30k": DataSource(
         "the mini: the Multi30k en-de files in config.data.dir, prepared once with `tpubench "
-        "prepare transformer --config=mini`", _prepared_train, _prepared_eval, _check_multi30k),
+        "prepare transformer --config=mini`", _prepared_train, _eval_batches, _check_multi30k),
 }
 
 
