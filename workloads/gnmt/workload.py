@@ -64,10 +64,7 @@ def warmup_multistep(base: float, total_steps: int, warmup_steps: int, remain_st
     return schedule
 
 
-def _check_multi30k(w: GNMTWorkload) -> None:
-    c = w.config
-    ip.check_multi30k(c.data.dir, (c.data.source_lang, c.data.target_lang),
-                      ("train", c.data.eval_split))
+_check_multi30k = PreparedTranslation.check_multi30k_files
 
 
 def _train(w: GNMTWorkload, start_step: int, process_index: int,

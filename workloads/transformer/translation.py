@@ -66,6 +66,13 @@ class PreparedTranslation:
         return input_pipeline.eval_batches(self.eval_data()[0], self.config.eval.batch_size,
                                            self.eval_input_len, process_index, process_count)
 
+    def check_multi30k_files(self) -> None:
+        """The Multi30k source's check: the train and eval files of the configured language
+        pair are in `config.data.dir` (a UsageError naming the download command otherwise)."""
+        c = self.config
+        input_pipeline.check_multi30k(c.data.dir, (c.data.source_lang, c.data.target_lang),
+                                      ("train", c.data.eval_split))
+
     def check_prepared(self) -> None:
         """The prepared data exists, its vocabulary fits the model and its eval inputs fit
         (manifest only: the data itself is read after run_start)."""

@@ -51,10 +51,7 @@ def rsqrt_schedule(base: float, emb_dim: int, warmup_steps: int) -> optax.Schedu
     return schedule
 
 
-def _check_multi30k(w: TransformerWorkload) -> None:
-    c = w.config
-    ip.check_multi30k(c.data.dir, (c.data.source_lang, c.data.target_lang),
-                      ("train", c.data.eval_split))
+_check_multi30k = PreparedTranslation.check_multi30k_files
 
 
 def _prepared_train(w: TransformerWorkload, start_step: int, process_index: int,
