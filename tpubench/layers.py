@@ -28,6 +28,17 @@ from tpubench.errors import UsageError
 Initializer = Any
 
 
+def bn_span(config: Any) -> int:
+    """MLPerf `model_bn_span`, examples per batch-norm statistics group: `config.model.bn_span`
+    if set, else the global batch under jit (XLA reduces the statistics over the sharded batch)
+    and the per-device batch under pmap."""
+    if config.model.bn_span:
+        return int(config.model.bn_span)
+    if config.run.parallelism == "pmap":
+        return config.data.global_batch_size // jax.local_device_count()
+    return int(config.data.global_batch_size)
+
+
 def group_stats(x: jax.Array, span: int) -> tuple[jax.Array, jax.Array]:
     """Per-group (mean, var) of `x` [B, ..., C] over groups of `span` consecutive examples
     (0 = one group of the whole batch); each is [B // span, C], computed in float32 as

@@ -61,6 +61,22 @@ class DataSource:
         )
 
 
+def tfds_builder(config: Any, how_to_build: str) -> Any:
+    """The tfds builder of `config.data.dataset` in `config.data.dir`, or a `UsageError` that
+    says how to build it (`how_to_build`: the dataset's own steps) and how to run without it.
+    Looks at the prepared files only (nothing reads the data before run_start)."""
+    import tensorflow_datasets as tfds
+
+    builder = tfds.builder(config.data.dataset, data_dir=config.data.dir or None)
+    if not builder.is_prepared():
+        raise UsageError(
+            f"The tfds dataset {config.data.dataset!r} is not prepared in data_dir "
+            f"{config.data.dir or '~/tensorflow_datasets'}. {how_to_build} and pass "
+            "--config.data.dir=DATA_DIR (or set TPUBENCH_DATA_DIR). To measure speed without "
+            "data, use --config.data.source=synthetic.")
+    return builder
+
+
 def known(table: Mapping[str, DataSource]) -> str:
     """'tfds (ImageNet ...); mnist5k (...); or synthetic (generated on device)'."""
     items = [f"{name} ({source.description})" for name, source in table.items()]

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import ml_collections
 import numpy as np
 
-from tpubench import data
+from tpubench import data, sources
 from tpubench.errors import UsageError
 
 MEAN_RGB = np.array([0.485, 0.456, 0.406], np.float32) * 255
@@ -103,20 +103,10 @@ def load_mnist5k() -> dict[str, dict[str, np.ndarray]]:
 # ---- ImageNet via tfds --------------------------------------------------------------------------
 def tfds_builder(config: ml_collections.ConfigDict):
     """The tfds builder for `config.data.dataset`, or a `UsageError` saying how to prepare it."""
-    import tensorflow_datasets as tfds
-
-    builder = tfds.builder(config.data.dataset, data_dir=config.data.dir or None)
-    if not builder.is_prepared():
-        raise UsageError(
-            f"The tfds dataset {config.data.dataset!r} is not prepared in data_dir "
-            f"{config.data.dir or '~/tensorflow_datasets'}. ImageNet needs a manual download: put "
-            "ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar in MANUAL_DIR, then run "
-            f"`tfds build {config.data.dataset} --data_dir=DATA_DIR --manual_dir=MANUAL_DIR` and "
-            "pass "
-            "--config.data.dir=DATA_DIR (or set TPUBENCH_DATA_DIR). To measure speed without "
-            "data, use --config.data.source=synthetic."
-        )
-    return builder
+    return sources.tfds_builder(
+        config, "ImageNet needs a manual download: put ILSVRC2012_img_train.tar and "
+        "ILSVRC2012_img_val.tar in MANUAL_DIR, then run "
+        f"`tfds build {config.data.dataset} --data_dir=DATA_DIR --manual_dir=MANUAL_DIR`")
 
 
 def _tf():

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from tpubench import layers
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
@@ -96,14 +97,8 @@ class ResNetWorkload(Workload):
     # ---- data: see DATA_SOURCES ----------------------------------------------------------------
     # ---- MLPerf log ----------------------------------------------------------------------------
     def model_bn_span(self) -> int:
-        """Examples per batch-norm statistics group: the global batch under jit (XLA reduces
-        the statistics over the sharded batch), the per-device batch under pmap."""
-        c = self.config
-        if c.model.bn_span:
-            return int(c.model.bn_span)
-        if c.run.parallelism == "pmap":
-            return c.data.global_batch_size // jax.local_device_count()
-        return int(c.data.global_batch_size)
+        """Examples per batch-norm statistics group (`tpubench.layers.bn_span`)."""
+        return layers.bn_span(self.config)
 
     def mllog_hyperparameters(self) -> dict[str, Any]:
         c, o, s = self.config, self.config.optimizer, self.config.schedule

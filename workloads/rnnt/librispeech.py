@@ -17,6 +17,7 @@ import ml_collections
 import numpy as np
 
 from tpubench import data as data_lib
+from tpubench import sources
 from tpubench.errors import UsageError
 from workloads.rnnt import input_pipeline
 
@@ -26,16 +27,8 @@ SAMPLE_RATE = 16000
 
 def check(config: ml_collections.ConfigDict) -> Any:
     """The tfds builder, or a `UsageError` saying how to prepare LibriSpeech."""
-    import tensorflow_datasets as tfds
-
-    builder = tfds.builder(config.data.dataset, data_dir=config.data.dir or None)
-    if not builder.is_prepared():
-        raise UsageError(
-            f"The tfds dataset {config.data.dataset!r} is not prepared in data_dir "
-            f"{config.data.dir or '~/tensorflow_datasets'}. Run `tfds build librispeech "
-            "--data_dir=DATA_DIR` (about 60 GB of downloads) and pass --config.data.dir=DATA_DIR, "
-            "or use --config.data.source=synthetic to measure speed without data.")
-    return builder
+    return sources.tfds_builder(
+        config, "Run `tfds build librispeech --data_dir=DATA_DIR` (about 60 GB of downloads)")
 
 
 def keep_for_eval(num_samples: int) -> bool:

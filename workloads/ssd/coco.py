@@ -27,7 +27,7 @@ from collections.abc import Iterator
 import ml_collections
 import numpy as np
 
-from tpubench.errors import UsageError
+from tpubench import sources
 
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)
@@ -37,17 +37,9 @@ MODE_DRAWS = 32
 
 def builder(config: ml_collections.ConfigDict):
     """The tfds builder of config.data.dataset, or a `UsageError` saying how to prepare it."""
-    import tensorflow_datasets as tfds
-
-    b = tfds.builder(config.data.dataset, data_dir=config.data.dir or None)
-    if not b.is_prepared():
-        raise UsageError(
-            f"The tfds dataset {config.data.dataset!r} is not prepared in data_dir "
-            f"{config.data.dir or '~/tensorflow_datasets'}. Build it with `tfds build coco/2017 "
-            "--data_dir=DATA_DIR` (downloads ~25 GB from cocodataset.org) and pass "
-            "--config.data.dir=DATA_DIR (or set TPUBENCH_DATA_DIR). To measure speed without "
-            "data, use --config.data.source=synthetic.")
-    return b
+    return sources.tfds_builder(
+        config, "Build it with `tfds build coco/2017 --data_dir=DATA_DIR` (downloads ~25 GB "
+        "from cocodataset.org)")
 
 
 def _tf():

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from tpubench import layers
 from tpubench.detection import coco_eval, default_boxes, loss, matching, nms
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
@@ -181,13 +182,8 @@ class SSDWorkload(Workload):
 
     # ---- MLPerf log ----------------------------------------------------------------------------
     def model_bn_span(self) -> int:
-        """Examples per batch-norm statistics group (the global batch under jit)."""
-        c = self.config
-        if c.model.bn_span:
-            return int(c.model.bn_span)
-        if c.run.parallelism == "pmap":
-            return c.data.global_batch_size // jax.local_device_count()
-        return int(c.data.global_batch_size)
+        """Examples per batch-norm statistics group (`tpubench.layers.bn_span`)."""
+        return layers.bn_span(self.config)
 
     def mllog_hyperparameters(self) -> dict[str, Any]:
         """closed_ssd.yaml's keys (mlperf-logging training_0.7.0)."""
