@@ -59,7 +59,7 @@ def _cmd_list(argv: list[str]) -> int:
 
 
 RUN_USAGE = ("tpubench run WORKLOAD --config=CONFIG [--workdir=DIR] [--results_root=DIR] "
-             "[--config.SECTION.KEY=VALUE ...]")
+             "[--runs=N] [--config.SECTION.KEY=VALUE ...]")
 
 
 def _run_flags(fv) -> None:
@@ -69,11 +69,14 @@ def _run_flags(fv) -> None:
                         flag_values=fv)
     flags.DEFINE_string("results_root", "results", "where default run directories go",
                         flag_values=fv)
+    flags.DEFINE_integer("runs", None, "runs of this config with seeds seed, seed+1, ... scored "
+                         "together (default: the MLPerf v0.7 count for an MLPerf config, else 1)",
+                         flag_values=fv)
 
 
 def parse_run(argv: list[str]):
-    """(config, workdir or None, results_root) of `tpubench run`'s words: the workload first,
-    then flags parsed by `tpubench.config.parse_command_line` (the absl mains' parser)."""
+    """(config, workdir or None, results_root, runs) of `tpubench run`'s words: the workload
+    first, then flags parsed by `tpubench.config.parse_command_line` (the absl mains' parser)."""
     from tpubench import config as config_lib
     from tpubench import entry, registry
 
@@ -87,7 +90,11 @@ def parse_run(argv: list[str]):
     if positional:
         raise UsageError(f"unrecognized arguments: {' '.join(positional)}. Usage: {RUN_USAGE}")
     entry.check_workload(cfg, workload, entry._config_arg(rest))
-    return cfg, fv.workdir, fv.results_root
+    from tpubench import multirun
+
+    runs = multirun.default_runs(cfg) if fv.runs is None else fv.runs
+    multirun.check_runs(runs)
+    return cfg, fv.workdir, fv.results_root, runs
 
 
 def _cmd_run(argv: list[str]) -> int:
@@ -95,25 +102,30 @@ def _cmd_run(argv: list[str]) -> int:
         print(f"usage: {RUN_USAGE}\n\nTrain WORKLOAD to its target. --config.SECTION.KEY=VALUE "
               "flags (ml_collections.config_flags rules) override keys.")
         return 0
-    cfg, workdir, results_root = parse_run(argv)
+    cfg, workdir, results_root, runs = parse_run(argv)
 
     from tpubench import entry
 
     entry.check_workdir(results_root if workdir is None else workdir)
     entry.note_division(cfg)
 
-    from tpubench import chips, compile_cache, distributed, results, train
+    from tpubench import chips, compile_cache, distributed, multirun, train
 
     compile_cache.enable(cfg)  # before the first compile (--config.run.compile_cache=false: off)
     distributed.initialize_from_env()  # before any JAX computation; no-op for one process
-    if workdir is None:
-        import jax
+    import jax
 
-        workdir = results.default_workdir(results_root, cfg, chips.platform_name(jax.devices()))
-    summary = train.train_and_evaluate(cfg, workdir)
+    dirs = multirun.run_dirs(cfg, runs, workdir, results_root, chips.platform_name(jax.devices()))
+    summaries = multirun.run_series(cfg, dirs, train.train_and_evaluate)
     keys = ("workload", "config", "is_mlperf", "status", "final_quality", "time_to_target_s")
-    print(json.dumps({k: summary.get(k) for k in keys} | {"workdir": str(workdir)}))
-    return 0 if summary["status"] in ("success", "preempted") else 1
+    for d, summary in zip(dirs, summaries, strict=False):  # a preempted run ends the series
+        print(json.dumps({k: summary.get(k) for k in keys} | {"workdir": str(d)}))
+    if runs > 1:
+        scored = multirun.score(cfg, dirs)
+        if jax.process_index() == 0:
+            multirun.write_score(dirs, scored, workdir)
+        print(multirun.summary_line(scored))
+    return 0 if all(s["status"] in ("success", "preempted") for s in summaries) else 1
 
 
 def _checker_rulesets(usage: str) -> list[str]:
