@@ -1,7 +1,7 @@
 """The `tpubench` command.
 
     tpubench list
-    tpubench run WORKLOAD --config=mini [--workdir=DIR] [--config.SECTION.KEY=VALUE ...]
+    tpubench run WORKLOAD --config=mini [--workdir=DIR] [--runs=N] [--config.SECTION.KEY=VALUE ...]
     tpubench check LOG [--ruleset=0.7.0]
     tpubench report RESULTS_DIR [--out=DIR]            (tpubench.report.cli)
     tpubench infer WORKLOAD --config=... --scenario=... (tpubench.infer.cli)
