@@ -12,7 +12,9 @@ import pathlib
 import re
 import shutil
 
+import numpy as np
 import pytest
+from conftest import missing
 from mlperf_logging.result_summarizer import result_summarizer as official
 
 from tpubench.errors import UsageError
@@ -71,7 +73,7 @@ def cli_run(google, report_out, checked_tree):
     out = report_out
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        status = cli.main([str(google), f"--out={out}"])
+        status = cli.main([str(google), f"--out={out}", "--html"])
     return status, stdout.getvalue(), out
 
 
@@ -185,3 +187,59 @@ def test_missing_or_empty_results_dir_is_a_usage_error_saying_what_to_pass(tmp_p
         cli.main([str(tmp_path / "nope")])
     with pytest.raises(UsageError, match=re.escape("results/<system>/<benchmark>/")):
         cli.main([str(tmp_path), f"--out={tmp_path / 'out'}"])
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    missing("no headless Chromium (Debian: apt-get install chromium; .ci/run installs it)")
+
+
+def _screenshot(page: pathlib.Path, shot: pathlib.Path) -> np.ndarray:
+    """The top 1280x4000 pixels of `page` as headless Chromium renders it (RGB array)."""
+    import subprocess
+
+    from PIL import Image
+
+    proc = subprocess.run(
+        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--window-size=1280,4000", f"--screenshot={shot}", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
+    return np.asarray(Image.open(shot).convert("RGB")).astype(int)
+
+
+def test_html_report_is_one_page_whose_tables_and_plots_render_in_a_browser(cli_run, tmp_path):
+    """`--html`: report.html holds every Markdown table as an HTML table and every PNG the
+    report wrote inlined (decoding to that file's bytes), nothing loaded from elsewhere; headless
+    Chromium renders it with the table header colour over a real area and the plots' coloured
+    curves, which vanish from a control page whose images are not inlined (the page a report
+    linking to its PNGs gives once moved away from them).
+    Bites: converting without the `tables` extension (no <table>, no header colour; tried),
+    linking the PNGs by file name instead of inlining them (no coloured pixels; tried)."""
+    import base64
+
+    _, _, out = cli_run
+    page = (out / "report.html").read_text()
+    markdown_tables = (out / "report.md").read_text().count("\n| ---")
+    assert markdown_tables >= 9 and page.count("<table>") == markdown_tables
+    inlined = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    pngs = sorted(out.glob("*.png"))
+    assert len(inlined) == len(pngs) == 11
+    assert sorted(base64.b64decode(d) for d in inlined) == sorted(p.read_bytes() for p in pngs)
+    assert not re.search(r'(src|href)="(?!data:)', page)
+
+    alone = tmp_path / "moved" / "report.html"
+    alone.parent.mkdir()
+    alone.write_text(page)  # alone in a new folder: it must not need the PNGs beside it
+    shot = _screenshot(alone, tmp_path / "page.png")
+    header = (np.abs(shot - np.array([0xE8, 0xEE, 0xF7])).sum(axis=-1) == 0).sum()
+    assert header > 20_000  # the header rows of the tables, in pixels
+    coloured = lambda img: ((img.max(axis=-1) - img.min(axis=-1)) > 80).sum()  # noqa: E731
+    linked = tmp_path / "linked" / "report.html"
+    linked.parent.mkdir()
+    linked.write_text(re.sub(r'src="data:image/png;base64,[^"]+"',
+                             lambda m: 'src="quality_resnet.png"', page))
+    control = _screenshot(linked, tmp_path / "control.png")
+    assert coloured(shot) > 5_000 and coloured(control) < coloured(shot) // 20

@@ -1,8 +1,9 @@
-"""`tpubench report RESULTS_DIR [--out=DIR] [--compare=DIR ...] [--per-chip]`.
+"""`tpubench report RESULTS_DIR [--out=DIR] [--compare=DIR ...] [--per-chip] [--html]`.
 
 Scores every system and benchmark under RESULTS_DIR by the MLPerf Training v0.7 rules, checks
 each log with the official compliance checker, prints the Markdown tables, and writes
-`report.md`, `report.json` and PNG plots to --out.
+`report.md`, `report.json` and PNG plots to --out (with --html also `report.html`: the tables
+and the plots inlined in one self-contained page).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--systems", default="",
                    help="comma-separated systems for the performance profiles (default: all)")
     p.add_argument("--no-plots", action="store_true", help="write tables only")
+    p.add_argument("--html", action="store_true",
+                   help="also write report.html: the tables and every plot in one "
+                   "self-contained page")
     return p
 
 
@@ -122,6 +126,11 @@ def main(argv: list[str]) -> int:
         data["comparison"] = compare.comparison_rows(mine, published, per_chip=args.per_chip)
     (out / "report.md").write_text(report)
     (out / "report.json").write_text(json.dumps(data, indent=1))
+    if args.html:
+        from tpubench.report import html
+
+        written.append(html.write(out, report, [p for p in written if p.suffix == ".png"],
+                                  f"MLPerf Training v0.7 results: {mine.label}"))
     sys.stdout.write(report)
     sys.stdout.write(f"\nWrote {out / 'report.md'}, {out / 'report.json'}")
     sys.stdout.write("".join(f"\nWrote {p}" for p in written) + "\n")
