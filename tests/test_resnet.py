@@ -122,6 +122,60 @@ def test_smoke_step_through_the_real_tfds_imagenet_pipeline_on_mock_data(tmp_pat
     assert len(s["quality_history"]) == 1
 
 
+def test_uint8_pixels_are_normalised_on_device_exactly_as_the_host_did():
+    """Issue 17.2: the full config feeds uint8 (a quarter of float32's bytes) and the model
+    normalises; its logits equal the model's on the host-normalised float images.
+    Bites: normalising by the mean only, or feeding uint8 unnormalised (logits differ)."""
+    from workloads.resnet import input_pipeline
+    from workloads.resnet import model as resnet_model
+
+    w = _workload("full", **{"model.dtype": "float32"})
+    assert w.batch_spec(2, train=True)["inputs"].dtype == np.uint8
+    assert w.synthetic_batch(jax.random.PRNGKey(0), 2)["inputs"].dtype == np.uint8
+    m = resnet_model.ResNet(stage_sizes=(1,), num_filters=8, num_classes=5, stem="small")
+    pixels = np.random.default_rng(0).integers(0, 256, (2, 8, 8, 3)).astype(np.uint8)
+    host = (pixels.astype(np.float32) - input_pipeline.MEAN_RGB) / input_pipeline.STDDEV_RGB
+    variables = m.init(jax.random.PRNGKey(0), host, train=False)
+    np.testing.assert_allclose(np.asarray(m.apply(variables, pixels, train=False)),
+                               np.asarray(m.apply(variables, host, train=False)), rtol=1e-6,
+                               atol=1e-6)
+
+
+def test_tfds_pipeline_feeds_uint8_pixels_that_round_the_float_ones(tmp_path):
+    """The same mock ImageNet examples through both settings of `data.uint8_pixels`: uint8
+    batches whose normalised values are the float batch's to within the rounding (0.5/255 of a
+    pixel) wherever the resize stayed inside 0..255, and a train step through the uint8 path.
+    Bites: a pipeline that casts without rounding (truncation: errors up to 1/255)."""
+    import tensorflow_datasets as tfds
+
+    from workloads.resnet import input_pipeline
+
+    def first_batch(uint8):
+        cfg = config_lib.load("resnet", "smoke", {"data.source": "tfds",
+                                                  "data.dataset": "imagenet2012",
+                                                  "data.uint8_pixels": uint8})
+        with tfds.testing.mock_data(num_examples=12), mock.patch.object(
+                tfds.core.DatasetBuilder, "is_prepared", return_value=True):
+            return next(input_pipeline.imagenet_eval(cfg, 0, 1))
+
+    as_float, as_uint8 = first_batch(False), first_batch(True)
+    assert as_uint8["inputs"].dtype == np.uint8 and as_float["inputs"].dtype == np.float32
+    np.testing.assert_array_equal(as_uint8["label"], as_float["label"])
+    pixels_float = as_float["inputs"] * input_pipeline.STDDEV_RGB + input_pipeline.MEAN_RGB
+    inside = (pixels_float > 0.5) & (pixels_float < 254.5)
+    assert inside.mean() > 0.5  # most pixels are compared
+    error = np.abs(as_uint8["inputs"].astype(np.float32) - pixels_float)[inside]
+    assert error.max() <= 0.5 + 1e-3, error.max()
+
+    cfg = config_lib.load("resnet", "smoke", {"data.source": "tfds",
+                                              "data.dataset": "imagenet2012",
+                                              "data.uint8_pixels": True})
+    with tfds.testing.mock_data(num_examples=12), mock.patch.object(
+            tfds.core.DatasetBuilder, "is_prepared", return_value=True):
+        s = train.train_and_evaluate(cfg, tmp_path / "run")
+    assert s["steps"] == 1 and np.isfinite(s["quality_history"][0][-1])
+
+
 def test_pmap_path_runs_the_same_workload(tmp_path):
     cfg = config_lib.load("resnet", "smoke", {"run.parallelism": "pmap"})
     s = train.train_and_evaluate(cfg, tmp_path / "run")

@@ -161,6 +161,10 @@ HARNESS: dict[str, Tunable] = {
 _RESNET = "resnet | lars/sgd | "
 WORKLOADS: dict[str, dict[str, Tunable]] = {
     "resnet": {
+        "data.uint8_pixels": Tunable(
+            f"{RULES}, Numerical formats: \"CLOSED: The numerical formats [...] uint8 [...] are "
+            "pre-approved for use\" (the resized pixels sent as uint8 and normalised on device, "
+            "or normalised as float32 on the host)"),
         "data.global_batch_size": Tunable(
             _HP + "resnet | lars | global_batch_size | unconstrained; "
             "resnet | sgd | global_batch_size | arbitrary constant"),

@@ -4,8 +4,11 @@ the sklearn 8x8 digits remain as a tiny offline source (data_source "digits").
 
 ImageNet train: random-resized crop (area 8%-100%, aspect 3/4-4/3) to 224 + random flip; eval:
 resize the shorter side to 256 and center-crop 224 (crop_padding 32); both normalised by the
-ImageNet channel mean/std. Augmentation is stateless, seeded by (seed, example index), so the
-stream is a pure function of the step and a resumed run sees the same images.
+ImageNet channel mean/std. With `config.data.uint8_pixels` (the full config) the host sends the
+resized pixels rounded to uint8 and the model normalises them on device (`model.normalize_pixels`):
+a quarter of the float32 bytes per batch; the rounding moves a pixel by at most 0.5/255.
+Augmentation is stateless, seeded by (seed, example index), so the stream is a pure function of
+the step and a resumed run sees the same images.
 """
 
 from __future__ import annotations
@@ -18,9 +21,8 @@ import numpy as np
 
 from tpubench import data, sources
 from tpubench.errors import UsageError
+from workloads.resnet.model import MEAN_RGB, STDDEV_RGB
 
-MEAN_RGB = np.array([0.485, 0.456, 0.406], np.float32) * 255
-STDDEV_RGB = np.array([0.229, 0.224, 0.225], np.float32) * 255
 CROP_PADDING = 32
 
 # ---- digits (mini) ------------------------------------------------------------------------------
@@ -147,8 +149,12 @@ def _center_crop(image_bytes, size):
     return tf.image.resize(image, [size, size], method="bicubic")
 
 
-def _normalize(image):
+def _pixels(image, config: ml_collections.ConfigDict):
+    """The resized float image as the model takes it: rounded uint8 (normalised on device) when
+    `config.data.uint8_pixels`, else normalised float32 here."""
     tf = _tf()
+    if config.data.get("uint8_pixels", False):
+        return tf.cast(tf.clip_by_value(tf.round(image), 0.0, 255.0), tf.uint8)
     return (tf.cast(image, tf.float32) - MEAN_RGB) / STDDEV_RGB
 
 
@@ -170,7 +176,7 @@ def imagenet_train(
 
     def prep(index, ex):
         seed = tf.stack([tf.cast(config.run.seed, tf.int64), index])
-        image = _normalize(_random_resized_crop(ex["image"], seed, size))
+        image = _pixels(_random_resized_crop(ex["image"], seed, size), config)
         flip = tf.random.stateless_uniform([], seed=seed + 1) < 0.5
         image = tf.where(flip, tf.image.flip_left_right(image), image)
         return {"inputs": image, "label": tf.cast(ex["label"], tf.int32)}
@@ -199,7 +205,7 @@ def imagenet_eval(
 
     def prep(ex):
         return {
-            "inputs": _normalize(_center_crop(ex["image"], size)),
+            "inputs": _pixels(_center_crop(ex["image"], size), config),
             "label": tf.cast(ex["label"], tf.int32),
             "mask": tf.constant(1.0, tf.float32),
         }

@@ -3,6 +3,10 @@
 ResNet-50 = stage_sizes (3, 4, 6, 3), 64 filters, ImageNet stem: exactly 25,557,032 params with
 1000 classes. Small variants (the mini config) use the same blocks with a 3x3 stride-1 stem for
 tiny images. Conv kernels carry logical axis names so the harness can shard them by config.
+
+Pixels: a uint8 image batch (what the ImageNet pipeline feeds, a quarter of float32's bytes on
+the host-to-device link) is normalised here, on device, by the ImageNet channel mean and std
+(`normalize_pixels`); float inputs (the minis, already scaled by their pipelines) pass as they are.
 """
 
 from __future__ import annotations
@@ -11,13 +15,23 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import linen as nn
 
 from tpubench import layers
 
 ModuleDef = Any
 CONV_AXES = ("conv_h", "conv_w", "conv_in", "conv_out")
+# The MLPerf reference's ImageNet channel statistics, in 0-255 pixel units.
+MEAN_RGB = np.array([0.485, 0.456, 0.406], np.float32) * 255
+STDDEV_RGB = np.array([0.229, 0.224, 0.225], np.float32) * 255
+
+
+def normalize_pixels(images: jax.Array) -> jax.Array:
+    """uint8 RGB [..., 3] -> float32 (x - mean) / std, as the reference's host pipeline does."""
+    return (images.astype(jnp.float32) - MEAN_RGB) / STDDEV_RGB
 
 
 class BottleneckBlock(nn.Module):
@@ -69,6 +83,8 @@ class ResNet(nn.Module):
             epsilon=self.bn_epsilon,
             dtype=self.dtype,
         )
+        if x.dtype == jnp.uint8:
+            x = normalize_pixels(x)
         x = jnp.asarray(x, self.dtype)
         if self.stem == "imagenet":
             stem = conv(self.num_filters, (7, 7), (2, 2), padding=[(3, 3)] * 2, name="conv_init")

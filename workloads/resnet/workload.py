@@ -58,12 +58,30 @@ class ResNetWorkload(Workload):
         spec = {
             "inputs": jax.ShapeDtypeStruct(
                 (batch_size, c.data.image_size, c.data.image_size, c.data.image_channels),
-                jnp.float32),
+                self._pixel_dtype()),
             "label": jax.ShapeDtypeStruct((batch_size,), jnp.int32),
         }
         if not train:
             spec["mask"] = jax.ShapeDtypeStruct((batch_size,), jnp.float32)
         return spec
+
+    def _pixel_dtype(self) -> jnp.dtype:
+        """uint8 when the pipeline feeds raw pixels (`data.uint8_pixels`: the model normalises
+        them on device), else float32 (pipelines that scale their own images: the minis)."""
+        return jnp.uint8 if self.config.data.get("uint8_pixels", False) else jnp.float32
+
+    def synthetic_batch(self, rng, batch_size):
+        """Random images in the fed dtype (uint8 pixels span 0-255) and labels in range."""
+        spec = self.batch_spec(batch_size, train=True)
+        k_img, k_label = jax.random.split(rng)
+        shape = spec["inputs"].shape
+        if spec["inputs"].dtype == jnp.uint8:
+            images = jax.random.randint(k_img, shape, 0, 256, jnp.int32).astype(jnp.uint8)
+        else:
+            images = jax.random.uniform(k_img, shape, jnp.float32)
+        labels = jax.random.randint(k_label, (batch_size,), 0, self.config.model.num_classes,
+                                    jnp.int32)
+        return {"inputs": images, "label": labels}
 
     def loss(self, params, model_state, batch, rng):
         logits, new_state = self.model().apply(

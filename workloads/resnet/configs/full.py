@@ -38,6 +38,8 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.eval_split = "validation"
     c.data.image_size = 224
     c.data.image_channels = 3
+    # Raw uint8 pixels to the device, normalised there (issue 17.2): 4x fewer input bytes.
+    c.data.uint8_pixels = True
     c.model.num_classes = 1000
     c.data.train_samples = 1_281_167
     c.eval.samples = 50_000

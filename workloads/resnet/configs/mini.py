@@ -37,6 +37,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.source = "mnist5k"
     c.data.image_size = 14
     c.data.image_channels = 1
+    c.data.uint8_pixels = False  # MNIST-5k is 2x2-pooled and scaled on the host
     c.model.num_classes = 10
     c.data.train_samples = 4000
     c.eval.samples = 1000
