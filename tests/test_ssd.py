@@ -117,7 +117,8 @@ def test_full_config_log_fails_only_the_quality_target(tmp_path):
     abstractly above)."""
     cfg = config_lib.load("ssd", "full", {
         **SYNTHETIC, "data.global_batch_size": 4, "eval.batch_size": 4, "eval.samples": 4,
-        "eval.offset_samples": 0, "eval.every_samples": 4, "run.max_train_samples": 4,
+        "eval.sample_points": (), "eval.offset_samples": 0, "eval.every_samples": 4,
+        "run.max_train_samples": 4,
         "run.steps_per_dispatch": 1, "model.dtype": "float32", "data.image_size": 64,
         "model.stage_sizes": (1, 1, 1), "model.widths": (8, 8, 16),
         "model.extras": ((8, 16, 2, 1), (8, 16, 2, 1), (8, 16, 2, 1)),
@@ -311,3 +312,60 @@ def test_inference_samples_and_accuracy_round_trip():
     wrong[..., 5] = np.where(wrong[..., 5] > 0, wrong[..., 5] % 10 + 1, 0)
     assert sp.accuracy(wrong, gt) == pytest.approx(0.0)
     assert sp.mlperf_name == "ssd-resnet34" and not sp.benchmark_model_and_data
+
+
+def test_inference_1200_model_maps_boxes_params_and_flops():
+    """The v0.7 inference `ssd-resnet34` (ssd_r34.py) at 1200x1200, by shape inference only:
+    head maps 50/25/13/7/3/3, 15,130 default boxes whose steps and scales follow
+    dboxes_R34_coco's formulas, the training model's 19,972,534 parameters (strides change no
+    weight shape), and 429.8 GFLOP per image forward by XLA's cost analysis (measured; ~14x
+    the 300x300 model's 30.6, as the backbone's maps have 16x the cells).
+    Bites: the 4th extra block at stride 1 (the training model's) gives maps 50/25/13/7/5/4
+    and fails check_shapes (checked below); head_stride ignored: maps 150/75/38/19/9/7."""
+    import flax.linen as nn
+
+    w = _workload("r34_1200", **SYNTHETIC)
+    a = w.config.model.anchors
+    feat = (50, 25, 13, 7, 3, 3)
+    assert tuple(a.feat_size) == feat
+    assert tuple(a.steps) == tuple(int(1200 / f) for f in feat)
+    assert tuple(a.scales) == tuple(int(s * 1200 / 300) for s in (21, 45, 99, 153, 207, 261, 315))
+    assert w.anchor_spec.num_boxes == w.anchors_xywh.shape[0] == 15_130
+    w.check_shapes()
+    assert ssd_model.feature_sizes(w.model(), 1200) == list(feat)
+    assert steps.param_count(w) == 19_972_534
+    params, state = (nn.unbox(v) for v in jax.eval_shape(w.init, jax.random.key(0)))
+    fwd = jax.jit(lambda p, s, x: w.model().apply({"params": p, **s}, x, train=False))
+    x = jax.ShapeDtypeStruct((1, 1200, 1200, 3), jnp.float32)
+    out = jax.eval_shape(fwd, params, state, x)
+    assert out[0].shape == (1, 15_130, 4) and out[1].shape == (1, 15_130, 81)
+    flops = perf.flops_of(fwd.lower(params, state, x))
+    assert 425e9 < flops < 435e9, flops
+    bad = _workload("r34_1200", **SYNTHETIC, **{"model.extras": (
+        (256, 512, 2, 1), (256, 512, 2, 1), (128, 256, 2, 1), (128, 256, 1, 0),
+        (128, 256, 1, 0))})
+    with pytest.raises(ValueError, match="feature maps"):
+        bad.check_shapes()
+
+
+def test_listed_eval_points_are_the_reference_epochs():
+    """`eval.sample_points` (tpubench/cadence.py): the full config evaluates after the first
+    step at or past epochs 40, 50, 55, ..., 80 (train.py --evaluation) and nowhere else; the
+    list stops at the budget; without it the cadence is the uniform one; bad lists are a
+    UsageError. Bites: ignoring the list (uniform every epoch: 80 evals)."""
+    from tpubench.cadence import Cadence
+
+    c = config_lib.load("ssd", "full", {})
+    cad = Cadence.from_config(c, c.data.train_samples)
+    assert cad.eval_steps == tuple(math.ceil(e * 117_266 / 256)
+                                   for e in (40, 50, 55, 60, 65, 70, 75, 80))
+    assert cad.max_steps == 36_646
+    short = config_lib.load("ssd", "full", {"run.max_train_samples": 56 * 117_266})
+    assert len(Cadence.from_config(short, 117_266).eval_steps) == 4  # 40, 50, 55, then 60
+    uniform = config_lib.load("ssd", "full", {"eval.sample_points": (),
+                                              "eval.every_samples": 10 * 117_266})
+    assert len(Cadence.from_config(uniform, 117_266).eval_steps) == 8
+    for bad in ((8, 4), (0, 4), (300, 400)):  # decreasing, zero, two points on step 2
+        cfg = config_lib.load("ssd", "full", {"eval.sample_points": bad})
+        with pytest.raises(UsageError, match="sample_points"):
+            Cadence.from_config(cfg, 117_266)

@@ -102,6 +102,10 @@ class SSD(nn.Module):
     widths: Sequence[int] = (64, 128, 256)
     dtype: Any = jnp.float32
     bn_span: int = 0
+    # Stride of every loc/conf head conv: 1 in SSD300; 3 in the v0.7 inference model at
+    # 1200x1200 (ssd_r34.py `strides[0]`, `strides[1]`), which turns maps 150/75/38/19/9/7 into
+    # the 50/25/13/7/3/3 its default boxes expect.
+    head_stride: int = 1
 
     @nn.compact
     def __call__(self, x, train: bool = True):
@@ -118,10 +122,13 @@ class SSD(nn.Module):
                              name=f"extra{i}_conv2")(x))
             maps.append(x)
         offsets, logits = [], []
+        # torch padding 1, not SAME: at stride 3 XLA's SAME pads a 150 map by 0 where torch
+        # pads 1 on each side, and the windows (so converted weights) would not line up.
+        head = partial(conv, kernel_size=(3, 3), strides=(self.head_stride,) * 2, padding=1)
         for k, (fmap, nd) in enumerate(zip(maps, self.boxes_per_cell, strict=True)):
-            offsets.append(self._head(conv(nd * 4, (3, 3), name=f"loc{k}")(fmap), nd, 4))
-            logits.append(self._head(conv(nd * self.num_classes, (3, 3), name=f"conf{k}")(fmap),
-                                     nd, self.num_classes))
+            offsets.append(self._head(head(nd * 4, name=f"loc{k}")(fmap), nd, 4))
+            logits.append(self._head(head(nd * self.num_classes, name=f"conf{k}")(fmap), nd,
+                                     self.num_classes))
         return (jnp.concatenate(offsets, 1).astype(jnp.float32),
                 jnp.concatenate(logits, 1).astype(jnp.float32))
 
@@ -135,7 +142,8 @@ class SSD(nn.Module):
 
 
 def feature_sizes(model: SSD, image_size: int, channels: int = 3) -> list[int]:
-    """The side of each feature map for a square input (by shape inference, no compute)."""
+    """The side of each head's output map (the grid its default boxes tile) for a square input,
+    by shape inference, no compute."""
     import jax
 
     def run(x):
@@ -145,7 +153,4 @@ def feature_sizes(model: SSD, image_size: int, channels: int = 3) -> list[int]:
 
     out = jax.eval_shape(run, jnp.zeros((1, image_size, image_size, channels)))
     inter = out[1]["intermediates"]
-    sizes = [inter["backbone"]["__call__"][0].shape[1]]
-    for i in range(len(model.extras)):
-        sizes.append(inter[f"extra{i}_conv2"]["__call__"][0].shape[1])
-    return sizes
+    return [inter[f"loc{k}"]["__call__"][0].shape[1] for k in range(len(model.extras) + 1)]
