@@ -61,7 +61,10 @@ class SSDWorkload(Workload):
         return model.SSD(
             num_classes=int(m.num_classes), boxes_per_cell=self.anchor_spec.boxes_per_cell,
             extras=tuple(tuple(e) for e in m.extras), stage_sizes=tuple(m.stage_sizes),
-            widths=tuple(m.widths), bn_span=int(m.bn_span), head_stride=int(m.get("head_stride", 1)),
+            widths=tuple(m.widths), bn_span=int(m.bn_span),
+            head_stride=int(m.get("head_stride", 1)),
+            backbone=str(m.get("backbone", "resnet34")), width=float(m.get("width", 1.0)),
+            stem_stride=int(m.get("stem_stride", 2)), head_kernel=int(m.get("head_kernel", 3)),
             dtype=jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32)
 
     def init(self, rng):
