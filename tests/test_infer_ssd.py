@@ -64,6 +64,7 @@ TRAIN_STEPS = 100
 EVAL = {"eval.samples": 100, "eval.batch_size": 50}
 
 
+@pytest.mark.slow  # trains 100 steps: 375 s on the loaded 2-core machine
 def test_accuracy_mode_reproduces_the_training_eval_map_exactly(tmp_path):
     """Trains the mini 100 steps (one eval, 100 held-out canvases at batch 50), serves the
     checkpoint in Offline accuracy mode with the eval's batch size as the one bucket: the mAP

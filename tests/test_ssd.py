@@ -369,3 +369,76 @@ def test_listed_eval_points_are_the_reference_epochs():
         cfg = config_lib.load("ssd", "full", {"eval.sample_points": bad})
         with pytest.raises(UsageError, match="sample_points"):
             Cadence.from_config(cfg, 117_266)
+
+
+SMALL_1200 = {**SYNTHETIC, "model.stage_sizes": (1, 1, 1), "model.widths": (8, 8, 16),
+              "model.extras": ((8, 16, 2, 1), (8, 16, 2, 1), (8, 16, 2, 1), (8, 16, 2, 0),
+                               (8, 16, 1, 0)), "model.num_classes": 5}
+
+
+def _ssd_r34_state_dict(w) -> dict[str, np.ndarray]:
+    """A made state dict in the v0.7 inference reference's names (ssd_r34.py) for workload w:
+    the backbone's torchvision names moved under model.layer1/model.layer2, the extras as
+    additional_blocks.i.{0,2}, the heads as loc.k / conf.k, distinct random values."""
+    from flax import linen as nn
+
+    from workloads.ssd import convert
+
+    tv = _made_state_dict(w)
+    back = {tvp: ref for ref, tvp in convert.R34_BACKBONE_PREFIXES}
+    sd = {}
+    for k, v in tv.items():
+        prefix = next((p for p in back if k.startswith(p)), None)
+        if prefix:
+            sd[back[prefix] + k[len(prefix):]] = v
+    params = nn.unbox(jax.eval_shape(w.init, jax.random.key(0))[0])
+    rng = np.random.default_rng(1)
+    names = {f"extra{i}_conv{j}": f"additional_blocks.{i}.{2 * (j - 1)}"
+             for i in range(5) for j in (1, 2)}
+    names.update({f"loc{k}": f"loc.{k}" for k in range(6)})
+    names.update({f"conf{k}": f"conf.{k}" for k in range(6)})
+    for flax_name, torch_name in names.items():
+        h, w_, i, o = params[flax_name]["kernel"].shape
+        sd[f"{torch_name}.weight"] = rng.normal(size=(o, i, h, w_)).astype(np.float32)
+        sd[f"{torch_name}.bias"] = rng.normal(size=(o,)).astype(np.float32)
+    return sd
+
+
+def test_ssd_r34_1200_converter_loads_the_reference_names_from_npz_and_onnx(tmp_path):
+    """The whole inference model from a made file in ssd_r34.py's state-dict names (.npz, and
+    the same tensors as an ONNX file's initializers): every value lands transposed in its
+    module; a file of another model is a UsageError naming what does not match.
+    Bites: additional_blocks.i.2 read as the 1x1 conv (shapes differ -> error); the backbone
+    prefixes model.layer1.4 / .5 swapped (layer1 and layer2 get each other's values: shapes
+    differ -> error)."""
+    import onnx
+    from flax import linen as nn
+    from onnx import helper, numpy_helper
+
+    from workloads.ssd import convert
+
+    w = _workload("r34_1200", **SMALL_1200)
+    sd = _ssd_r34_state_dict(w)
+    np.savez(tmp_path / "ssd1200.npz", **sd)
+    graph = helper.make_graph([], "weights", [], [], initializer=[
+        numpy_helper.from_array(v, name=k) for k, v in sd.items()])
+    onnx.save(helper.make_model(graph), tmp_path / "ssd1200.onnx")
+    for name in ("ssd1200.npz", "ssd1200.onnx"):
+        loaded = _workload("r34_1200", **SMALL_1200,
+                           **{"model.checkpoint": str(tmp_path / name)})
+        loaded.check_data()
+        params, state = (nn.unbox(v) for v in loaded.init(jax.random.key(0)))
+        np.testing.assert_array_equal(params["extra3_conv2"]["kernel"],
+                                      sd["additional_blocks.3.2.weight"].transpose(2, 3, 1, 0))
+        np.testing.assert_array_equal(params["conf5"]["bias"], sd["conf.5.bias"])
+        np.testing.assert_array_equal(params["backbone"]["layer3_0"]["conv1"]["kernel"],
+                                      sd["model.layer2.0.0.conv1.weight"].transpose(2, 3, 1, 0))
+        np.testing.assert_array_equal(state["batch_stats"]["backbone"]["bn1"]["var"],
+                                      sd["model.layer1.1.running_var"])
+    other = _workload("r34_1200", **{**SMALL_1200, "model.num_classes": 7})
+    p, s = jax.eval_shape(other.init, jax.random.key(0))
+    with pytest.raises(UsageError, match="wrong shapes: conf.0.weight"):
+        convert.load_ssd_r34(sd, nn.unbox(p), nn.unbox(s)["batch_stats"])
+    del sd["loc.2.bias"]
+    with pytest.raises(UsageError, match="missing loc.2.bias"):
+        convert.load_ssd_r34(sd, nn.unbox(p), nn.unbox(s)["batch_stats"])

@@ -88,7 +88,8 @@ class Cadence:
 def listed_eval_steps(points: tuple[int, ...], budget: int, gbs: int) -> tuple[int, ...]:
     """Eval steps at listed sample points (strictly increasing, positive): each point's first
     step at or after it, up to and including the first point at or past `budget` (0: all)."""
-    if any(p <= 0 for p in points) or any(b <= a for a, b in zip(points, points[1:])):
+    rising = all(a < b for a, b in zip(points[:-1], points[1:], strict=True))
+    if not rising or any(p <= 0 for p in points):
         raise UsageError(f"eval.sample_points must be positive and strictly increasing sample "
                          f"counts, e.g. (4000, 8000, 10000); got {points}.")
     if budget:

@@ -20,9 +20,11 @@ inference, and the forward FLOPs per image by XLA's cost analysis (figure in tha
     tpubench infer ssd --config=r34_1200 --scenario=Offline --workdir=DIR \\
         --config.data.dir=TFDS_DIR [--params=...]
 
-Weights: the reference publishes this model as PyTorch/ONNX/TF files; no converter for them is
-written yet (workloads/ssd/convert.py reads torchvision ResNet-34 backbones only), so served
-here it runs with random or tpubench-trained parameters and is NOT AN MLPERF RESULT.
+Weights: `--config.model.checkpoint=FILE` loads the reference's whole model from its PyTorch
+state dict (.pth with torch, or the same names as .npz) or its ONNX file's initializers
+(workloads/ssd/convert.py `load_ssd_r34`; tested on a small made file, never on the published
+file, which cannot be downloaded here). The TF model is not read. Served here it is labelled
+NOT AN MLPERF RESULT (preprocessing by tf.image, not the reference's OpenCV).
 """
 
 import ml_collections
@@ -42,4 +44,5 @@ def get_config() -> ml_collections.ConfigDict:
         "aspect_ratios": ((2,), (2, 3), (2, 3), (2, 3), (2,), (2,))})
     c.eval.batch_size = 64
     c.model.dtype = "float32"  # the v0.7 reference quality is FP32 (mAP 0.200)
+    c.model.checkpoint = ""  # the reference's resnet34-ssd1200 weights (.pth / .npz / .onnx)
     return c
