@@ -20,7 +20,11 @@ each eval runs after the first step at or past epoch * 117,266 samples.
         --config.model.backbone_checkpoint=resnet34.npz
     tpubench fit ssd --config=full --topology=v5p:2x2x1
 
-Measured: not run to target here (needs COCO and an accelerator).
+Measured: not run to target here (needs COCO and an accelerator). `tpubench fit` on
+v4:2x2x1 (ALLOW_MULTIPLE_LIBTPU_LOAD=1, as tests/test_fit.py sets, gets past the libtpu
+lockfile another process holds): still compiling after 25 min (K=8) and 38 min (K=1) on the
+shared 2-core machine at load ~28, so no memory/FLOP figures are recorded yet; rerun on a
+quiet host.
 """
 
 import ml_collections
