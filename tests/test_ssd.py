@@ -117,7 +117,8 @@ def test_full_config_log_fails_only_the_quality_target(tmp_path):
     abstractly above)."""
     cfg = config_lib.load("ssd", "full", {
         **SYNTHETIC, "data.global_batch_size": 4, "eval.batch_size": 4, "eval.samples": 4,
-        "eval.offset_samples": 0, "eval.every_samples": 4, "run.max_train_samples": 4,
+        "eval.sample_points": (), "eval.offset_samples": 0, "eval.every_samples": 4,
+        "run.max_train_samples": 4,
         "run.steps_per_dispatch": 1, "model.dtype": "float32", "data.image_size": 64,
         "model.stage_sizes": (1, 1, 1), "model.widths": (8, 8, 16),
         "model.extras": ((8, 16, 2, 1), (8, 16, 2, 1), (8, 16, 2, 1)),
@@ -311,3 +312,133 @@ def test_inference_samples_and_accuracy_round_trip():
     wrong[..., 5] = np.where(wrong[..., 5] > 0, wrong[..., 5] % 10 + 1, 0)
     assert sp.accuracy(wrong, gt) == pytest.approx(0.0)
     assert sp.mlperf_name == "ssd-resnet34" and not sp.benchmark_model_and_data
+
+
+def test_inference_1200_model_maps_boxes_params_and_flops():
+    """The v0.7 inference `ssd-resnet34` (ssd_r34.py) at 1200x1200, by shape inference only:
+    head maps 50/25/13/7/3/3, 15,130 default boxes whose steps and scales follow
+    dboxes_R34_coco's formulas, the training model's 19,972,534 parameters (strides change no
+    weight shape), and 429.8 GFLOP per image forward by XLA's cost analysis (measured; ~14x
+    the 300x300 model's 30.6, as the backbone's maps have 16x the cells).
+    Bites: the 4th extra block at stride 1 (the training model's) gives maps 50/25/13/7/5/4
+    and fails check_shapes (checked below); head_stride ignored: maps 150/75/38/19/9/7."""
+    import flax.linen as nn
+
+    w = _workload("r34_1200", **SYNTHETIC)
+    a = w.config.model.anchors
+    feat = (50, 25, 13, 7, 3, 3)
+    assert tuple(a.feat_size) == feat
+    assert tuple(a.steps) == tuple(int(1200 / f) for f in feat)
+    assert tuple(a.scales) == tuple(int(s * 1200 / 300) for s in (21, 45, 99, 153, 207, 261, 315))
+    assert w.anchor_spec.num_boxes == w.anchors_xywh.shape[0] == 15_130
+    w.check_shapes()
+    assert ssd_model.feature_sizes(w.model(), 1200) == list(feat)
+    assert steps.param_count(w) == 19_972_534
+    params, state = (nn.unbox(v) for v in jax.eval_shape(w.init, jax.random.key(0)))
+    fwd = jax.jit(lambda p, s, x: w.model().apply({"params": p, **s}, x, train=False))
+    x = jax.ShapeDtypeStruct((1, 1200, 1200, 3), jnp.float32)
+    out = jax.eval_shape(fwd, params, state, x)
+    assert out[0].shape == (1, 15_130, 4) and out[1].shape == (1, 15_130, 81)
+    flops = perf.flops_of(fwd.lower(params, state, x))
+    assert 425e9 < flops < 435e9, flops
+    bad = _workload("r34_1200", **SYNTHETIC, **{"model.extras": (
+        (256, 512, 2, 1), (256, 512, 2, 1), (128, 256, 2, 1), (128, 256, 1, 0),
+        (128, 256, 1, 0))})
+    with pytest.raises(ValueError, match="feature maps"):
+        bad.check_shapes()
+
+
+def test_listed_eval_points_are_the_reference_epochs():
+    """`eval.sample_points` (tpubench/cadence.py): the full config evaluates after the first
+    step at or past epochs 40, 50, 55, ..., 80 (train.py --evaluation) and nowhere else; the
+    list stops at the budget; without it the cadence is the uniform one; bad lists are a
+    UsageError. Bites: ignoring the list (uniform every epoch: 80 evals)."""
+    from tpubench.cadence import Cadence
+
+    c = config_lib.load("ssd", "full", {})
+    cad = Cadence.from_config(c, c.data.train_samples)
+    assert cad.eval_steps == tuple(math.ceil(e * 117_266 / 256)
+                                   for e in (40, 50, 55, 60, 65, 70, 75, 80))
+    assert cad.max_steps == 36_646
+    short = config_lib.load("ssd", "full", {"run.max_train_samples": 56 * 117_266})
+    assert len(Cadence.from_config(short, 117_266).eval_steps) == 4  # 40, 50, 55, then 60
+    uniform = config_lib.load("ssd", "full", {"eval.sample_points": (),
+                                              "eval.every_samples": 10 * 117_266})
+    assert len(Cadence.from_config(uniform, 117_266).eval_steps) == 8
+    for bad in ((8, 4), (0, 4), (300, 400)):  # decreasing, zero, two points on step 2
+        cfg = config_lib.load("ssd", "full", {"eval.sample_points": bad})
+        with pytest.raises(UsageError, match="sample_points"):
+            Cadence.from_config(cfg, 117_266)
+
+
+SMALL_1200 = {**SYNTHETIC, "model.stage_sizes": (1, 1, 1), "model.widths": (8, 8, 16),
+              "model.extras": ((8, 16, 2, 1), (8, 16, 2, 1), (8, 16, 2, 1), (8, 16, 2, 0),
+                               (8, 16, 1, 0)), "model.num_classes": 5}
+
+
+def _ssd_r34_state_dict(w) -> dict[str, np.ndarray]:
+    """A made state dict in the v0.7 inference reference's names (ssd_r34.py) for workload w:
+    the backbone's torchvision names moved under model.layer1/model.layer2, the extras as
+    additional_blocks.i.{0,2}, the heads as loc.k / conf.k, distinct random values."""
+    from flax import linen as nn
+
+    from workloads.ssd import convert
+
+    tv = _made_state_dict(w)
+    back = {tvp: ref for ref, tvp in convert.R34_BACKBONE_PREFIXES}
+    sd = {}
+    for k, v in tv.items():
+        prefix = next((p for p in back if k.startswith(p)), None)
+        if prefix:
+            sd[back[prefix] + k[len(prefix):]] = v
+    params = nn.unbox(jax.eval_shape(w.init, jax.random.key(0))[0])
+    rng = np.random.default_rng(1)
+    names = {f"extra{i}_conv{j}": f"additional_blocks.{i}.{2 * (j - 1)}"
+             for i in range(5) for j in (1, 2)}
+    names.update({f"loc{k}": f"loc.{k}" for k in range(6)})
+    names.update({f"conf{k}": f"conf.{k}" for k in range(6)})
+    for flax_name, torch_name in names.items():
+        h, w_, i, o = params[flax_name]["kernel"].shape
+        sd[f"{torch_name}.weight"] = rng.normal(size=(o, i, h, w_)).astype(np.float32)
+        sd[f"{torch_name}.bias"] = rng.normal(size=(o,)).astype(np.float32)
+    return sd
+
+
+def test_ssd_r34_1200_converter_loads_the_reference_names_from_npz_and_onnx(tmp_path):
+    """The whole inference model from a made file in ssd_r34.py's state-dict names (.npz, and
+    the same tensors as an ONNX file's initializers): every value lands transposed in its
+    module; a file of another model is a UsageError naming what does not match.
+    Bites: additional_blocks.i.2 read as the 1x1 conv (shapes differ -> error); the backbone
+    prefixes model.layer1.4 / .5 swapped (layer1 and layer2 get each other's values: shapes
+    differ -> error)."""
+    import onnx
+    from flax import linen as nn
+    from onnx import helper, numpy_helper
+
+    from workloads.ssd import convert
+
+    w = _workload("r34_1200", **SMALL_1200)
+    sd = _ssd_r34_state_dict(w)
+    np.savez(tmp_path / "ssd1200.npz", **sd)
+    graph = helper.make_graph([], "weights", [], [], initializer=[
+        numpy_helper.from_array(v, name=k) for k, v in sd.items()])
+    onnx.save(helper.make_model(graph), tmp_path / "ssd1200.onnx")
+    for name in ("ssd1200.npz", "ssd1200.onnx"):
+        loaded = _workload("r34_1200", **SMALL_1200,
+                           **{"model.checkpoint": str(tmp_path / name)})
+        loaded.check_data()
+        params, state = (nn.unbox(v) for v in loaded.init(jax.random.key(0)))
+        np.testing.assert_array_equal(params["extra3_conv2"]["kernel"],
+                                      sd["additional_blocks.3.2.weight"].transpose(2, 3, 1, 0))
+        np.testing.assert_array_equal(params["conf5"]["bias"], sd["conf.5.bias"])
+        np.testing.assert_array_equal(params["backbone"]["layer3_0"]["conv1"]["kernel"],
+                                      sd["model.layer2.0.0.conv1.weight"].transpose(2, 3, 1, 0))
+        np.testing.assert_array_equal(state["batch_stats"]["backbone"]["bn1"]["var"],
+                                      sd["model.layer1.1.running_var"])
+    other = _workload("r34_1200", **{**SMALL_1200, "model.num_classes": 7})
+    p, s = jax.eval_shape(other.init, jax.random.key(0))
+    with pytest.raises(UsageError, match="wrong shapes: conf.0.weight"):
+        convert.load_ssd_r34(sd, nn.unbox(p), nn.unbox(s)["batch_stats"])
+    del sd["loc.2.bias"]
+    with pytest.raises(UsageError, match="missing loc.2.bias"):
+        convert.load_ssd_r34(sd, nn.unbox(p), nn.unbox(s)["batch_stats"])

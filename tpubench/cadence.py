@@ -4,7 +4,9 @@ MLPerf v0.7 training rules, "Quality measure": the quality is evaluated at a fix
 training samples ("Every 4 epochs" for ResNet, "Starting at 3M samples, then every 500K samples"
 for BERT, ...). Eval j therefore runs after the first step at or after sample point
 `eval_offset_samples + j * eval_every_samples` (j = 1, 2, ...): eval steps are computed from the
-sample points, never by repeating a rounded step interval, so they do not drift.
+sample points, never by repeating a rounded step interval, so they do not drift. A workload whose
+reference evaluates at listed points instead (SSD v0.7: epochs 40, 50, 55, ..., 80) sets
+`eval.sample_points` to those sample counts; offset and every are then unused.
 
 Between evals the harness dispatches blocks of K = `steps_per_dispatch` steps; where the interval
 is not a multiple of K, the remainder r < K runs as one r-step block (an executable per distinct
@@ -39,6 +41,10 @@ class Cadence:
         `eval_offset_samples`, up to and including the first point at or past the budget
         `max_train_samples` (default: 100 epochs)."""
         gbs = int(config.data.global_batch_size)
+        points = tuple(int(p) for p in config.eval.get("sample_points", ()) or ())
+        if points:
+            return cls(max(1, int(config.run.steps_per_dispatch)),
+                       listed_eval_steps(points, int(config.run.max_train_samples or 0), gbs))
         every = int(config.eval.every_samples or train_samples)
         offset = int(config.eval.offset_samples)
         if every <= 0:
@@ -77,6 +83,23 @@ class Cadence:
                              if n != self.steps_per_dispatch)
                 step = stop
         return tuple(sorted(sizes))
+
+
+def listed_eval_steps(points: tuple[int, ...], budget: int, gbs: int) -> tuple[int, ...]:
+    """Eval steps at listed sample points (strictly increasing, positive): each point's first
+    step at or after it, up to and including the first point at or past `budget` (0: all)."""
+    rising = all(a < b for a, b in zip(points[:-1], points[1:], strict=True))
+    if not rising or any(p <= 0 for p in points):
+        raise UsageError(f"eval.sample_points must be positive and strictly increasing sample "
+                         f"counts, e.g. (4000, 8000, 10000); got {points}.")
+    if budget:
+        past = [i for i, p in enumerate(points) if p >= budget]
+        points = points[: past[0] + 1] if past else points
+    steps = tuple(math.ceil(p / gbs) for p in points)
+    if len(set(steps)) != len(steps):
+        raise UsageError(f"eval.sample_points {points} put two evals on one step at global "
+                         f"batch {gbs}: space the points at least one batch apart.")
+    return steps
 
 
 def _number(x: float) -> float | int:

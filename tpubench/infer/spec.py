@@ -72,6 +72,9 @@ class InferenceSpec:
       quality_fraction: the share of the reference to reach (0.99 for "-99" benchmarks).
       quality_metric: name of the metric `accuracy` returns.
       performance_sample_count: v0.7 `performance_sample_count` (samples LoadGen may load).
+      scenarios: the LoadGen scenarios the benchmark has in v0.7 (names as on the command
+        line; empty = all four); `tpubench infer` refuses the others before any compute
+        (e.g. ssd-mobilenet is an edge benchmark: no Server).
       batch_sizes: the batch buckets compiled when the user names none (None: the harness's
         default); for variable-size samples they count rows and must hold the largest sample.
       benchmark_model_and_data: True only when the config serves the MLPerf benchmark's own
@@ -95,6 +98,7 @@ class InferenceSpec:
     measure_reference: Callable[[PyTree, PyTree], float] | None = None
     benchmark_model_and_data: bool = False
     batch_sizes: tuple[int, ...] | None = None
+    scenarios: tuple[str, ...] = ()
 
     @property
     def quality_target(self) -> float:

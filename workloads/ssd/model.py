@@ -102,26 +102,61 @@ class SSD(nn.Module):
     widths: Sequence[int] = (64, 128, 256)
     dtype: Any = jnp.float32
     bn_span: int = 0
+    # Stride of every loc/conf head conv: 1 in SSD300; 3 in the v0.7 inference model at
+    # 1200x1200 (ssd_r34.py `strides[0]`, `strides[1]`), which turns maps 150/75/38/19/9/7 into
+    # the 50/25/13/7/3/3 its default boxes expect.
+    head_stride: int = 1
+    # "resnet34" (the MLPerf reference's, above) or "mobilenet_v1" / "mobilenet_v2"
+    # (workloads/ssd/mobilenet.py: two backbone maps, then TF-style extras of (mid, out)).
+    backbone: str = "resnet34"
+    width: float = 1.0  # MobileNet width multiplier
+    stem_stride: int = 2  # MobileNet first conv stride (1 in the minis)
+    head_kernel: int = 3
+
+    def _maps(self, x, train: bool) -> list[Any]:
+        """The feature maps the heads read: backbone taps, then one per extra block."""
+        if self.backbone == "resnet34":
+            x = ResNetBackbone(self.stage_sizes, self.widths, dtype=self.dtype,
+                               bn_span=self.bn_span, name="backbone")(x, train)
+            maps = [x]
+            conv = partial(nn.Conv, dtype=self.dtype, kernel_init=XAVIER)
+            for i, (mid, out, stride, pad) in enumerate(self.extras):
+                x = nn.relu(conv(mid, (1, 1), name=f"extra{i}_conv1")(x))
+                x = nn.relu(conv(out, (3, 3), (stride, stride), padding=((pad, pad), (pad, pad)),
+                                 name=f"extra{i}_conv2")(x))
+                maps.append(x)
+            return maps
+        from workloads.ssd import mobilenet
+
+        nets = {"mobilenet_v1": mobilenet.MobileNetV1, "mobilenet_v2": mobilenet.MobileNetV2}
+        if self.backbone not in nets:
+            raise ValueError(f"SSD: unknown backbone {self.backbone!r} (resnet34, "
+                             f"{', '.join(nets)})")
+        maps = nets[self.backbone](self.width, self.stem_stride, dtype=self.dtype,
+                                   bn_span=self.bn_span, name="backbone")(x, train)
+        x = maps[-1]
+        for i, (mid, out, *_) in enumerate(self.extras):
+            x = mobilenet.TFExtraBlock(mid, out, dtype=self.dtype, bn_span=self.bn_span,
+                                       name=f"extra{i}")(x, train)
+            maps.append(x)
+        return maps
 
     @nn.compact
     def __call__(self, x, train: bool = True):
-        if len(self.boxes_per_cell) != len(self.extras) + 1:
-            raise ValueError("SSD: one boxes_per_cell entry per feature map (extras + 1).")
         x = jnp.asarray(x, self.dtype)
-        x = ResNetBackbone(self.stage_sizes, self.widths, dtype=self.dtype, bn_span=self.bn_span,
-                           name="backbone")(x, train)
-        maps = [x]
+        maps = self._maps(x, train)
+        if len(self.boxes_per_cell) != len(maps):
+            raise ValueError(f"SSD: one boxes_per_cell entry per feature map ({len(maps)}).")
         conv = partial(nn.Conv, dtype=self.dtype, kernel_init=XAVIER)
-        for i, (mid, out, stride, pad) in enumerate(self.extras):
-            x = nn.relu(conv(mid, (1, 1), name=f"extra{i}_conv1")(x))
-            x = nn.relu(conv(out, (3, 3), (stride, stride), padding=((pad, pad), (pad, pad)),
-                             name=f"extra{i}_conv2")(x))
-            maps.append(x)
         offsets, logits = [], []
+        # torch padding 1, not SAME: at stride 3 XLA's SAME pads a 150 map by 0 where torch
+        # pads 1 on each side, and the windows (so converted weights) would not line up.
+        k, pad = self.head_kernel, self.head_kernel // 2
+        head = partial(conv, kernel_size=(k, k), strides=(self.head_stride,) * 2, padding=pad)
         for k, (fmap, nd) in enumerate(zip(maps, self.boxes_per_cell, strict=True)):
-            offsets.append(self._head(conv(nd * 4, (3, 3), name=f"loc{k}")(fmap), nd, 4))
-            logits.append(self._head(conv(nd * self.num_classes, (3, 3), name=f"conf{k}")(fmap),
-                                     nd, self.num_classes))
+            offsets.append(self._head(head(nd * 4, name=f"loc{k}")(fmap), nd, 4))
+            logits.append(self._head(head(nd * self.num_classes, name=f"conf{k}")(fmap), nd,
+                                     self.num_classes))
         return (jnp.concatenate(offsets, 1).astype(jnp.float32),
                 jnp.concatenate(logits, 1).astype(jnp.float32))
 
@@ -135,7 +170,8 @@ class SSD(nn.Module):
 
 
 def feature_sizes(model: SSD, image_size: int, channels: int = 3) -> list[int]:
-    """The side of each feature map for a square input (by shape inference, no compute)."""
+    """The side of each head's output map (the grid its default boxes tile) for a square input,
+    by shape inference, no compute."""
     import jax
 
     def run(x):
@@ -145,7 +181,4 @@ def feature_sizes(model: SSD, image_size: int, channels: int = 3) -> list[int]:
 
     out = jax.eval_shape(run, jnp.zeros((1, image_size, image_size, channels)))
     inter = out[1]["intermediates"]
-    sizes = [inter["backbone"]["__call__"][0].shape[1]]
-    for i in range(len(model.extras)):
-        sizes.append(inter[f"extra{i}_conv2"]["__call__"][0].shape[1])
-    return sizes
+    return [inter[f"loc{k}"]["__call__"][0].shape[1] for k in range(len(model.boxes_per_cell))]

@@ -62,6 +62,9 @@ class SSDWorkload(Workload):
             num_classes=int(m.num_classes), boxes_per_cell=self.anchor_spec.boxes_per_cell,
             extras=tuple(tuple(e) for e in m.extras), stage_sizes=tuple(m.stage_sizes),
             widths=tuple(m.widths), bn_span=int(m.bn_span),
+            head_stride=int(m.get("head_stride", 1)),
+            backbone=str(m.get("backbone", "resnet34")), width=float(m.get("width", 1.0)),
+            stem_stride=int(m.get("stem_stride", 2)), head_kernel=int(m.get("head_kernel", 3)),
             dtype=jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32)
 
     def init(self, rng):
@@ -69,6 +72,11 @@ class SSDWorkload(Workload):
         batch-norm statistics from that file (workloads/ssd/convert.py), as the reference
         starts from ImageNet ResNet-34 weights."""
         params, state = super().init(rng)
+        whole = self.config.model.get("checkpoint", "")
+        if whole:  # the whole inference model (the v0.7 reference's SSD-ResNet34 weights)
+            new_p, new_s = convert.load_ssd_r34(convert.read_any(whole), params,
+                                                state["batch_stats"])
+            return new_p, {**state, "batch_stats": new_s}
         path = self.config.model.get("backbone_checkpoint", "")
         if path:
             new_p, new_s = convert.load_backbone(convert.read_state_dict(path),
@@ -81,9 +89,10 @@ class SSDWorkload(Workload):
     def check_data(self) -> None:
         """The data source's check, and the backbone file's existence (before any compute)."""
         super().check_data()
-        path = self.config.model.get("backbone_checkpoint", "")
-        if path and not os.path.exists(path):
-            convert.read_state_dict(path)  # the UsageError naming the fix
+        for key in ("backbone_checkpoint", "checkpoint"):
+            path = self.config.model.get(key, "")
+            if path and not os.path.exists(path):
+                convert.read_state_dict(path)  # the UsageError naming the fix
 
     def check_shapes(self) -> None:
         """ValueError unless the model's feature maps are the anchors' (by shape inference)."""

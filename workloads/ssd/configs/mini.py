@@ -62,6 +62,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.eval.max_per_class = 50
     c.eval.max_detections = 100
     c.eval.target_value = 0.52
+    c.eval.sample_points = ()  # uniform: every epoch
     c.eval.offset_samples = 0
     c.eval.every_samples = c.data.train_samples
     c.run.max_train_samples = 12 * c.data.train_samples

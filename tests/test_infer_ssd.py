@@ -1,0 +1,106 @@
+"""The SSD family served under the official LoadGen (`tpubench infer ssd`): every v0.7 scenario
+of its benchmark with no compile while LoadGen runs, the edge benchmarks' missing Server
+refused before any compute, and accuracy mode on a trained mini reproducing the training
+eval's pycocotools mAP exactly, every logged response equal to a direct prediction."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+from tpubench import config as config_lib
+from tpubench import registry, train
+from tpubench.errors import UsageError
+from tpubench.infer import cli, logs
+from tpubench.infer.runner import Engine
+from tpubench.infer.settings import Mode, Scenario
+from tpubench.infer.spec import inference_spec
+
+SMALL_EVAL = {"eval.samples": 40, "eval.batch_size": 20}
+
+
+def test_every_ssd_resnet34_scenario_runs_with_no_compile(tmp_path):
+    """One engine (buckets 1 and 8, random mini), the four scenarios in performance mode
+    (quick profile): each writes LoadGen's summary, issues samples, compiles nothing.
+    Bites: building the buckets with plain jax.jit (compiles during the first run)."""
+    from flax import linen as nn
+
+    w = registry.create(config_lib.load("ssd", "mini", SMALL_EVAL))
+    spec = inference_spec(w)
+    assert spec.mlperf_name == "ssd-resnet34" and set(spec.scenarios) == {s.value for s in Scenario}
+    assert (spec.server_latency_bound_ms, spec.multistream_latency_bound_ms) == (100.0, 66.0)
+    params, state = (nn.unbox(v) for v in jax.jit(w.init)(jax.random.key(0)))
+    engine = Engine.prepare(spec, params, state, (1, 8))
+    for scenario in Scenario:
+        settings = engine.default_settings(scenario, Mode.PERFORMANCE, "quick")
+        s = engine.run(settings, tmp_path / scenario.value)
+        assert s["scenario"] == scenario.value
+        assert s["sut"]["compiles_during_test"] == 0, scenario
+        assert sum(s["sut"]["batches_run"].values()) > 0, scenario
+        assert (tmp_path / scenario.value / "mlperf_log_summary.txt").exists()
+    offline = json.loads((tmp_path / "Offline" / "summary.json").read_text())
+    assert offline["validity"] == "VALID", offline["invalid_reasons"]
+
+
+def test_edge_benchmarks_refuse_server_before_any_compute(tmp_path):
+    """ssd-mobilenet (v0.7 edge only) has no Server scenario: exit 2, nothing written.
+    Bites: the spec's `scenarios` not checked (a Server run of an edge benchmark)."""
+    rc = cli.main(["ssd", "--config=mobilenet_v2_mini", "--scenario=Server",
+                   f"--workdir={tmp_path / 'out'}"])
+    assert rc == 2 and not (tmp_path / "out").exists()
+    w = registry.create(config_lib.load("ssd", "mobilenet_v1_mini", {}))
+    assert inference_spec(w).mlperf_name == "ssd-mobilenet"
+    assert inference_spec(w).scenarios == ("Offline", "SingleStream", "MultiStream")
+    with pytest.raises(UsageError, match="no Server scenario"):
+        cli.run(cli._parser().parse_args([
+            "ssd", "--config=mobilenet_v1_mini", "--scenario=Server",
+            f"--workdir={tmp_path / 'x'}"]), [])
+
+
+TRAIN_STEPS = 100
+EVAL = {"eval.samples": 100, "eval.batch_size": 50}
+
+
+@pytest.mark.slow  # trains 100 steps: 375 s on the loaded 2-core machine
+def test_accuracy_mode_reproduces_the_training_eval_map_exactly(tmp_path):
+    """Trains the mini 100 steps (one eval, 100 held-out canvases at batch 50), serves the
+    checkpoint in Offline accuracy mode with the eval's batch size as the one bucket: the mAP
+    pycocotools computes from LoadGen's accuracy log equals the training eval's to the last
+    bit, every logged response equals the same function run directly on that sample (padded
+    to the bucket), and nothing compiles during the run.
+    Bites: the completer answering row k+1 for sample k (responses differ, mAP drops);
+    the QSL dropping the packed crowd flags (pycocotools then scores crowd boxes: mAP moves)."""
+    from flax import linen as nn
+
+    from tpubench.checkpoint import restore_variables
+    from workloads.ssd.inference import load_eval_samples
+
+    cfg = config_lib.load("ssd", "mini", {**EVAL, "run.max_train_samples": TRAIN_STEPS * 32,
+                                          "eval.every_samples": TRAIN_STEPS * 32})
+    trained = train.train_and_evaluate(cfg, tmp_path / "train")
+    assert trained["steps"] == TRAIN_STEPS and trained["final_quality"] > 0.02  # learned a bit
+    rc = cli.main(["ssd", "--config=mini", "--scenario=Offline", "--mode=accuracy",
+                   "--batch-sizes=50", f"--params={tmp_path / 'train'}",
+                   f"--workdir={tmp_path / 'infer'}", "--config.eval.samples=100",
+                   "--config.eval.batch_size=50"])
+    summary = json.loads((tmp_path / "infer" / "summary.json").read_text())
+    assert rc == 0 and summary["accuracy_met"] is True
+    assert summary["accuracy"] == trained["final_quality"]  # exact, not approx
+    assert summary["reference_accuracy"] == trained["final_quality"]
+    assert summary["sut"]["compiles_during_test"] == 0
+    assert summary["accuracy_samples"] == 100
+
+    w = registry.create(config_lib.load("ssd", "mini", EVAL))
+    spec = inference_spec(w)
+    params, state = (nn.unbox(v) for v in restore_variables(tmp_path / "train", w))
+    x = load_eval_samples(w).inputs
+    direct = jax.jit(spec.apply)
+    expected = np.concatenate([np.asarray(direct(params, state, x[i:i + 50]))
+                               for i in range(0, 100, 50)])
+    rows = logs.read_accuracy_log(tmp_path / "infer", np.dtype(np.float32), expected.shape[1:])
+    responses = np.stack([rows[i] for i in range(100)])
+    np.testing.assert_array_equal(responses, expected)
+    assert (responses[..., 4] > 0).any()  # some detections above the score threshold

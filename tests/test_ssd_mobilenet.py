@@ -1,0 +1,73 @@
+"""SSD-MobileNet v1 / v2 (`ssd-mobilenet`, `ssd-mobilenetv2`) checked abstractly at full size:
+the Flax MobileNet bodies against Keras's published architectures parameter for parameter,
+the 300x300 detectors' maps, boxes and parameter counts by shape inference."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from tpubench import config as config_lib
+from tpubench import registry, steps
+from workloads.ssd import mobilenet
+from workloads.ssd import model as ssd_model
+
+
+def _count(module, size: int = 224) -> int:
+    p = jax.eval_shape(lambda: module.init(jax.random.key(0), jnp.zeros((1, size, size, 3)),
+                                           train=False))
+    return sum(x.size for x in jax.tree.leaves(p["params"]))
+
+
+KERAS_COUNTS = {1.0: (3_206_976, 2_223_872), 0.5: (818_592, 687_680)}
+
+
+@pytest.mark.parametrize("width", [1.0, 0.5])
+def test_mobilenet_bodies_match_keras_parameter_for_parameter(width):
+    """Trainable parameters of tf.keras.applications.MobileNet / MobileNetV2
+    (include_top=False): 3,206,976 / 2,223,872 at width 1.0, 818,592 / 687,680 at 0.5 (the
+    Keras counts, measured with TensorFlow 2.21 and recomputed by the slow test below).
+    Bites: v2 without `make_divisible` (width 0.5: 16 * 0.5 = 8 channels kept, but 24 * 0.5 =
+    12 instead of 16) or v1 with a bias on every conv."""
+    ours = (_count(mobilenet.MobileNetV1(width)), _count(mobilenet.MobileNetV2(width)))
+    assert ours == KERAS_COUNTS[width]
+
+
+@pytest.mark.slow  # importing TensorFlow costs ~20 s on a quiet machine
+@pytest.mark.parametrize("width", [1.0, 0.5])
+def test_the_keras_counts_are_keras(width):
+    """The figures above recomputed from tf.keras.applications (no weights downloaded)."""
+    tf = pytest.importorskip("tensorflow")
+    for fn, n in zip((tf.keras.applications.MobileNet, tf.keras.applications.MobileNetV2),
+                     KERAS_COUNTS[width], strict=True):
+        m = fn(include_top=False, weights=None, input_shape=(224, 224, 3), alpha=width)
+        assert sum(int(np.prod(v.shape)) for v in m.trainable_weights) == n
+
+
+@pytest.mark.parametrize("name, params, taps", [
+    ("mobilenet_v1", 6_717_194, (512, 1024)),
+    ("mobilenet_v2", 5_951_946, (576, 1280)),
+])
+def test_full_size_detectors_by_shape_inference(name, params, taps):
+    """300x300: head maps 19/10/5/3/2/1 (the TF extractors' taps at 19 and 10, extras to 1),
+    2,278 default boxes, the parameter count (measured: body + extras + 1x1 heads, 81 labels),
+    the taps' channels. Bites: tapping v2's block 15 output (160 ch) instead of its expansion
+    (576); an extra block at stride 1 (maps 19/10/10/...)."""
+    w = registry.create(config_lib.load("ssd", name, {"data.source": "synthetic"}))
+    w.check_shapes()
+    assert ssd_model.feature_sizes(w.model(), 300) == [19, 10, 5, 3, 2, 1]
+    assert w.anchor_spec.num_boxes == 2_278
+    assert steps.param_count(w) == params
+    body = {"mobilenet_v1": mobilenet.MobileNetV1, "mobilenet_v2": mobilenet.MobileNetV2}[name]()
+    out = jax.eval_shape(lambda x: body.apply(body.init(jax.random.key(0), x, train=False), x,
+                                              train=False), jnp.zeros((1, 300, 300, 3)))
+    assert tuple(t.shape[-1] for t in out) == taps and out[0].shape[1] == 19
+
+
+def test_unknown_backbone_is_refused():
+    w = registry.create(config_lib.load("ssd", "mobilenet_v2_mini",
+                                        {"data.source": "synthetic", "model.backbone": "vgg"}))
+    with pytest.raises(ValueError, match="unknown backbone 'vgg'"):
+        w.check_shapes()

@@ -1,0 +1,14 @@
+"""SSD-MobileNet v1 (width 0.25, first conv at stride 1) on the canvas digits of
+configs/mini.py, same anchors and schedule as configs/mobilenet_v2_mini.py. NOT an MLPerf
+result; its time to a target is not measured (see the issue-11 report)."""
+
+import ml_collections
+
+from workloads.ssd.configs import mobilenet_v2_mini
+
+
+def get_config() -> ml_collections.ConfigDict:
+    c = mobilenet_v2_mini.get_config()
+    c.model.backbone = "mobilenet_v1"
+    c.model.width = 0.25
+    return c

@@ -1,0 +1,162 @@
+"""MobileNet v1 and v2 feature extractors for SSD (`ssd-mobilenet`, `ssd-mobilenetv2`), Flax.
+
+Layer plans as the published architectures (Keras `tf.keras.applications.MobileNet` and
+`MobileNetV2`, the ImageNet bodies the TF object-detection SSD extractors are built on; the
+tests compare the parameter counts of these modules with Keras's at width 1.0):
+- v1 (Howard et al. 2017, Table 1): 3x3 conv s2 (32), then 13 depthwise-separable blocks
+  (3x3 depthwise + BN + ReLU6, 1x1 pointwise + BN + ReLU6) of 64, 128 s2, 128, 256 s2, 256,
+  512 s2, 512 x5, 1024 s2, 1024. SSD taps `Conv2d_11_pointwise` (19x19x512 at 300x300) and
+  `Conv2d_13_pointwise` (10x10x1024): TF models/research/object_detection
+  `ssd_mobilenet_v1_feature_extractor.py`.
+- v2 (Sandler et al. 2018, Table 2): 3x3 conv s2 (32), inverted residual stages (expansion
+  t, channels c, repeats n, stride s) (1,16,1,1) (6,24,2,2) (6,32,3,2) (6,64,4,2) (6,96,3,1)
+  (6,160,3,2) (6,320,1,1), then a 1x1 conv to 1280. SSD taps `layer_15/expansion_output`
+  (the 1x1 expansion of the first 160-channel block, 19x19x576) and `layer_19` (the 1280
+  conv, 10x10): `ssd_mobilenet_v2_feature_extractor.py`.
+Channels scale with `width` as Keras's `_make_divisible(c * width, 8)` (v2; v1 uses
+int(c * width)); v2's last conv stays 1280 for width <= 1. `stem_stride` 1 (minis only) keeps
+small canvases at twice the resolution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import jax.numpy as jnp
+from flax import linen as nn
+
+from tpubench import layers
+
+V1_PLAN = ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1), (512, 1),
+           (512, 1), (512, 1), (512, 1), (1024, 2), (1024, 1))
+V2_PLAN = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+           (6, 160, 3, 2), (6, 320, 1, 1))
+
+
+def make_divisible(v: float, divisor: int = 8) -> int:
+    """Keras applications' `_make_divisible`: round to a multiple of 8, never 10% below."""
+    new = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return new + divisor if new < 0.9 * v else new
+
+
+def _norm(train: bool, dtype: Any, bn_span: int):
+    # Keras BN: momentum 0.999, epsilon 1e-3 (the TF OD extractors use 0.9997 / 1e-3).
+    return partial(layers.BatchNorm, use_running_average=not train, span=bn_span,
+                   momentum=0.999, epsilon=1e-3, dtype=dtype)
+
+
+def _conv_init():
+    from workloads.ssd.model import KAIMING
+
+    return KAIMING
+
+
+class ConvBN(nn.Module):
+    """conv (no bias) -> BN -> ReLU6 (optional); `groups` = channels for a depthwise conv."""
+
+    filters: int
+    kernel: int = 1
+    strides: int = 1
+    depthwise: bool = False
+    relu: bool = True
+    dtype: Any = jnp.float32
+    bn_span: int = 0
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        groups = x.shape[-1] if self.depthwise else 1
+        x = nn.Conv(self.filters, (self.kernel,) * 2, (self.strides,) * 2, padding="SAME",
+                    feature_group_count=groups, use_bias=False, dtype=self.dtype,
+                    kernel_init=_conv_init(), name="conv")(x)
+        x = _norm(train, self.dtype, self.bn_span)(name="bn")(x)
+        return jnp.minimum(nn.relu(x), 6.0) if self.relu else x
+
+
+class MobileNetV1(nn.Module):
+    """`__call__(x, train)` -> [Conv2d_11_pointwise, Conv2d_13_pointwise] feature maps."""
+
+    width: float = 1.0
+    stem_stride: int = 2
+    dtype: Any = jnp.float32
+    bn_span: int = 0
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span)
+        x = cb(int(32 * self.width), 3, self.stem_stride, name="Conv2d_0")(x, train)
+        taps = []
+        for i, (c, s) in enumerate(V1_PLAN, start=1):
+            x = cb(x.shape[-1], 3, s, depthwise=True, name=f"Conv2d_{i}_depthwise")(x, train)
+            x = cb(int(c * self.width), 1, name=f"Conv2d_{i}_pointwise")(x, train)
+            if i in (11, 13):
+                taps.append(x)
+        return taps
+
+
+class InvertedResidual(nn.Module):
+    """1x1 expansion (t > 1) -> 3x3 depthwise (stride) -> 1x1 linear projection, + input when
+    the shapes allow. Returns (output, expansion output)."""
+
+    expansion: int
+    filters: int
+    strides: int
+    dtype: Any = jnp.float32
+    bn_span: int = 0
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span)
+        y = x
+        if self.expansion != 1:
+            y = cb(x.shape[-1] * self.expansion, 1, name="expand")(y, train)
+        expanded = y
+        y = cb(y.shape[-1], 3, self.strides, depthwise=True, name="depthwise")(y, train)
+        y = cb(self.filters, 1, relu=False, name="project")(y, train)
+        if self.strides == 1 and x.shape[-1] == self.filters:
+            y = x + y
+        return y, expanded
+
+
+class MobileNetV2(nn.Module):
+    """`__call__(x, train)` -> [layer_15/expansion_output, layer_19] feature maps."""
+
+    width: float = 1.0
+    stem_stride: int = 2
+    dtype: Any = jnp.float32
+    bn_span: int = 0
+    plan: Sequence[Sequence[int]] = V2_PLAN
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span)
+        x = cb(make_divisible(32 * self.width), 3, self.stem_stride, name="stem")(x, train)
+        taps, block = [], 0
+        for t, c, n, s in self.plan:
+            for j in range(n):
+                block += 1
+                x, expanded = InvertedResidual(
+                    t, make_divisible(c * self.width), s if j == 0 else 1, dtype=self.dtype,
+                    bn_span=self.bn_span, name=f"block{block}")(x, train)
+                if block == 14:  # TF's layer_15: the first 160-channel block (0 = the stem)
+                    taps.append(expanded)
+        last = make_divisible(1280 * self.width) if self.width > 1.0 else 1280
+        taps.append(cb(last, 1, name="conv_last")(x, train))
+        return taps
+
+
+class TFExtraBlock(nn.Module):
+    """The TF object-detection extra layer (`feature_map_generators`): 1x1 conv to `mid`,
+    3x3 stride-2 SAME conv to `out`, each with BN + ReLU6 and no bias."""
+
+    mid: int
+    out: int
+    dtype: Any = jnp.float32
+    bn_span: int = 0
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span)
+        x = cb(self.mid, 1, name="conv1")(x, train)
+        return cb(self.out, 3, 2, name="conv2")(x, train)
