@@ -244,9 +244,9 @@ def test_mask_targets_are_the_ground_truth_rasterised_on_the_proposal():
 def test_paste_rle_and_coco_box_and_mask_ap():
     """Ground-truth masks pasted back from their own 28 x 28 crops score mask AP >= 0.75 (0.834
     measured: the reference's 28 x 28 round trip keeps mask IoU at 0.87-0.92 on these 10-30 px
-    ellipses) and box AP 1.0 by pycocotools; the same boxes with every mask moved 12 px right keep box AP 1.0 and
-    lose the mask AP (segm and bbox results kept apart). Bites: one loadRes with both fields
-    (boxes replaced by the masks' extents: box AP drops too)."""
+    ellipses) and box AP 1.0 by pycocotools; the same boxes with every mask moved 12 px right
+    keep box AP 1.0 and lose the mask AP (segm and bbox results kept apart). Bites: one loadRes
+    with both fields (boxes replaced by the masks' extents: box AP drops too)."""
     rng = np.random.default_rng(4)
     n, m, s = 6, 3, 64
     gt_boxes = np.zeros((n, m, 4), np.float32)
