@@ -30,7 +30,11 @@ tfds run is refused with a UsageError; `data.source=synthetic` runs (speed, not 
     tpubench fit maskrcnn --config=full --topology=v4:2x2x1
     tpubench run maskrcnn --config=full --config.data.source=synthetic
 
-Measured: not run to target (needs COCO with masks and an accelerator).
+Measured: not run to target (needs COCO with masks and an accelerator). `tpubench fit maskrcnn
+--config=full --topology=v4:2x2x1` was started on the shared 2-core CPU host (libtpu
+compile-only devices) and had not finished compiling after 25 minutes (killed by its timeout,
+no report): no memory or roofline figures yet. The 2000-iteration greedy NMS loops per level
+(`fori_loop`) and the 1344 x 1344 bucket are the likely compile cost; not investigated.
 """
 
 import ml_collections
