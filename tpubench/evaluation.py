@@ -16,7 +16,7 @@ the batch), and the harness weights `sums` by the mask and drops the padding row
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import flax
@@ -131,6 +131,10 @@ def accumulate(outputs: Sequence[BatchEval]) -> EvalResults:
     return EvalResults(sums=sums, per_example=per_example, examples=examples)
 
 
-def quality(workload: Any, outputs: Sequence[BatchEval]) -> float:
-    """The quality of a whole eval: `eval_finalize(accumulate(outputs))` (host side)."""
-    return float(workload.eval_finalize(accumulate(outputs)))
+def quality(workload: Any, outputs: Sequence[BatchEval]) -> float | dict[str, float]:
+    """The quality of a whole eval: `eval_finalize(accumulate(outputs))` (host side): a float,
+    or a dict of floats for a several-metric target (Mask R-CNN's {"BBOX", "SEGM"})."""
+    q = workload.eval_finalize(accumulate(outputs))
+    if isinstance(q, Mapping):
+        return {str(k): float(v) for k, v in q.items()}
+    return float(q)

@@ -145,10 +145,12 @@ class RunMetrics:
                 scalars["train/examples_per_s"] = examples_per_s
             self._write(step, scalars)
 
-    def eval(self, step: int, quality: float, seconds: float) -> None:
-        """One record per eval."""
+    def eval(self, step: int, quality: float | Mapping[str, float], seconds: float) -> None:
+        """One record per eval (a dict quality: one scalar per metric)."""
         if self.enabled:
-            self._write(step, {self.eval_key: quality, "eval/time_s": seconds})
+            values = ({f"eval/{k}": v for k, v in quality.items()}
+                      if isinstance(quality, Mapping) else {self.eval_key: quality})
+            self._write(step, {**values, "eval/time_s": seconds})
             self.flush()
 
     def flush(self) -> None:

@@ -19,6 +19,7 @@ _WORKLOADS = {
     "rnnt": "workloads.rnnt.workload:RNNTWorkload",
     "minigo": "workloads.minigo.workload:MiniGoWorkload",
     "ssd": "workloads.ssd.workload:SSDWorkload",
+    "maskrcnn": "workloads.maskrcnn.workload:MaskRCNNWorkload",
 }
 
 

@@ -76,7 +76,8 @@ def _log_header(log: mllog_lib.RunLogger, workload: Workload, platform: str) -> 
     log.event(constants.SUBMISSION_BENCHMARK, workload.mlperf_name)
 
 
-def _evaluate(workload: Workload, eng, compiled, state, source: str) -> tuple[float, float]:
+def _evaluate(workload: Workload, eng, compiled, state, source: str
+              ) -> tuple[float | dict[str, float], float]:
     """(quality, seconds): every eval batch dispatched, then one host read of all outputs."""
     c = workload.config
     watch = Stopwatch()
@@ -89,6 +90,16 @@ def _evaluate(workload: Workload, eng, compiled, state, source: str) -> tuple[fl
     outputs = [compiled.eval(state, eng.put(batch, stacked=False)) for batch in batches]
     quality = evaluation.quality(workload, eng.eval_to_host(outputs))
     return quality, watch.stop()
+
+
+def _shown(x) -> str:
+    """A quality (a float or a dict of them) or a target, for the progress line."""
+    if hasattr(x, "thresholds"):
+        return (" and ".join(f"{k} {v}" for k, v in x.thresholds) if x.thresholds
+                else str(x.value))
+    if isinstance(x, dict):
+        return " ".join(f"{k} {v:.4f}" for k, v in x.items())
+    return f"{x:.4f}"
 
 
 def _read_block_metrics(dispatch_metrics: list[dict[str, jax.Array]], step: int
@@ -352,12 +363,20 @@ def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -
                 log.event(constants.EVAL_ACCURACY, quality, metadata={"epoch_num": epoch})
                 ctx.metrics.eval(step, quality, eval_s)
                 elapsed = clock.read(state)
-                progress.history.append(
-                    {"elapsed_s": elapsed, "samples": step * gbs, "quality": quality})
+                reached = workload.target.reached(quality)
+                shown, target_shown = _shown(quality), _shown(workload.target)
+                if isinstance(quality, dict):  # several metrics: the first is "quality"
+                    progress.history.append({"elapsed_s": elapsed, "samples": step * gbs,
+                                             "quality": workload.target.primary(quality),
+                                             "qualities": quality})
+                    quality = workload.target.primary(quality)
+                else:
+                    progress.history.append(
+                        {"elapsed_s": elapsed, "samples": step * gbs, "quality": quality})
                 _say(f"[{workload.name}/{c.config_name}] step {step} epoch {epoch}: "
-                     f"{workload.target.metric} {quality:.4f} (target {workload.target.value}) "
+                     f"{workload.target.metric} {shown} (target {target_shown}) "
                      f"at {elapsed:.1f} s")
-                if workload.target.reached(quality):
+                if reached:
                     status = "success"
                     break
                 if step >= cadence.max_steps or (c.run.max_time_s and elapsed > c.run.max_time_s):

@@ -33,14 +33,31 @@ PyTree = Any
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """A quality target: `metric` must reach `value` (>= if higher_is_better, else <=)."""
+    """A quality target: `metric` must reach `value` (>= if higher_is_better, else <=).
+
+    A several-metric target (Mask R-CNN: {"BBOX": 0.377, "SEGM": 0.339}) sets `thresholds`;
+    its quality is then a dict that must meet every threshold, `value` is the first one and
+    `primary(quality)` the first metric (what histories and summaries keep as "quality").
+    """
 
     metric: str
     value: float
     higher_is_better: bool = True
+    thresholds: tuple[tuple[str, float], ...] = ()
 
-    def reached(self, quality: float) -> bool:
-        """True when `quality` meets the target; NaN never does."""
+    def primary(self, quality: float | Mapping[str, float]) -> float:
+        """The quality as one number: itself, or a dict's first target metric."""
+        if isinstance(quality, Mapping):
+            return float(quality[self.thresholds[0][0]])
+        return quality
+
+    def reached(self, quality: float | Mapping[str, float]) -> bool:
+        """True when `quality` meets the target (every threshold of a dict); NaN never does."""
+        if isinstance(quality, Mapping):
+            if not self.thresholds:
+                raise ValueError(f"a dict quality {dict(quality)} needs eval.target_values")
+            return all(Target(self.metric, t, self.higher_is_better).reached(
+                float(quality.get(k, float("nan")))) for k, t in self.thresholds)
         if quality != quality:  # NaN
             return False
         return quality >= self.value if self.higher_is_better else quality <= self.value
@@ -74,8 +91,9 @@ class Workload(abc.ABC):
     def target(self) -> Target:
         """The quality target of this config (mini configs have their own)."""
         c = self.config
+        several = tuple((k, float(v)) for k, v in (c.eval.get("target_values") or {}).items())
         return Target(c.eval.target_metric, float(c.eval.target_value),
-                      bool(c.eval.get("higher_is_better", True)))
+                      bool(c.eval.get("higher_is_better", True)), several)
 
     @property
     def train_samples(self) -> int:

@@ -104,8 +104,16 @@ def draw(rng: np.random.Generator, pool: list[tuple[np.ndarray, int]], spec: Can
          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One canvas: (image [S, S, 1] float32 in [0, 1], boxes [max_boxes, 4] normalised ltrb,
     labels [max_boxes] int32, digit + 1; padding rows are 0)."""
+    return draw_with_masks(rng, pool, spec)[:3]
+
+
+def draw_with_masks(rng: np.random.Generator, pool: list[tuple[np.ndarray, int]],
+                    spec: CanvasSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`draw`'s canvas (the same draws from `rng`) and each glyph's own ink pixels: masks
+    [max_boxes, S, S] bool (the pasted glyph above INK; padding rows empty)."""
     s = spec.size
     image = np.zeros((s, s), np.float32)
+    masks = np.zeros((spec.max_boxes, s, s), bool)
     placed: list[tuple[int, int, int, int]] = []
     labels: list[int] = []
     n = int(rng.integers(spec.min_objects, spec.max_objects + 1))
@@ -123,6 +131,8 @@ def draw(rng: np.random.Generator, pool: list[tuple[np.ndarray, int]], spec: Can
             continue
         g = _resize(glyph, h, w)
         image[y:y + h, x:x + w] = np.maximum(image[y:y + h, x:x + w], g)
+        if len(placed) < spec.max_boxes:
+            masks[len(placed), y:y + h, x:x + w] = g > INK
         placed.append(box)
         labels.append(digit + 1)
     boxes = np.zeros((spec.max_boxes, 4), np.float32)
@@ -130,7 +140,7 @@ def draw(rng: np.random.Generator, pool: list[tuple[np.ndarray, int]], spec: Can
     if placed:
         boxes[:len(placed)] = np.asarray(placed, np.float32) / s
         lab[:len(placed)] = labels
-    return image[..., None], boxes, lab
+    return image[..., None], boxes, lab, masks
 
 
 def batch(seed_words, rows: int, split: str, spec: CanvasSpec) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ import io
 import numpy as np
 
 
-def _ground_truth(sizes, gt_boxes, gt_labels, gt_crowd, gt_area, num_classes):
+def _ground_truth(sizes, gt_boxes, gt_labels, gt_crowd, gt_area, num_classes, gt_rles=None):
     from pycocotools.coco import COCO
 
     images, annotations = [], []
@@ -31,6 +31,8 @@ def _ground_truth(sizes, gt_boxes, gt_labels, gt_crowd, gt_area, num_classes):
                 "id": ann_id, "image_id": i + 1, "category_id": int(gt_labels[i, j]),
                 "bbox": [x0 * w, t * h, bw, bh], "area": area,
                 "iscrowd": int(gt_crowd[i, j]) if gt_crowd is not None else 0})
+            if gt_rles is not None:
+                annotations[-1]["segmentation"] = gt_rles[i][j]
             ann_id += 1
     if not annotations:
         raise ValueError("coco_eval: the ground truth has no boxes; mAP is undefined.")
@@ -82,6 +84,41 @@ def coco_stats(sizes, gt_boxes, gt_labels, det_boxes, det_scores, det_labels, nu
         e.accumulate()
         e.summarize()
     return np.asarray(e.stats, np.float64)
+
+
+def coco_box_mask_stats(sizes, gt_boxes, gt_labels, gt_rles, det_boxes, det_scores, det_labels,
+                        det_rles, num_classes: int, gt_crowd=None, gt_area=None,
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """The 12 `COCOeval.stats` for "bbox" and for "segm" (Mask R-CNN's two qualities).
+
+    As `coco_stats`, plus gt_rles[i][j] (the RLE of ground truth (i, j), any j with a label)
+    and det_rles[i][k] (detection (i, k), any k with a label), RLEs of the original image
+    (`masks.encode_rle`). The box results carry only boxes and the mask results only masks, as
+    the reference's coco_eval.py `prepare_for_coco_detection` / `..._segmentation` keep them
+    apart (loadRes would otherwise replace the boxes by the masks' extents).
+    """
+    from pycocotools.cocoeval import COCOeval
+
+    gt_labels = np.asarray(gt_labels)
+    gt = _ground_truth(sizes, np.asarray(gt_boxes, np.float64), gt_labels, gt_crowd, gt_area,
+                       num_classes, gt_rles)
+    boxes = detections_array(sizes, det_boxes, det_scores, det_labels)
+    segm = [{"image_id": i + 1, "category_id": int(det_labels[i][k]),
+             "segmentation": det_rles[i][k], "score": float(det_scores[i][k])}
+            for i in range(len(det_labels)) for k in np.nonzero(np.asarray(det_labels[i]) > 0)[0]]
+    out = []
+    for kind, dets in (("bbox", boxes), ("segm", segm)):
+        if not len(dets):
+            out.append(np.zeros(12))
+            continue
+        with contextlib.redirect_stdout(io.StringIO()):
+            dt = gt.loadRes(dets)
+            e = COCOeval(gt, dt, iouType=kind)
+            e.evaluate()
+            e.accumulate()
+            e.summarize()
+        out.append(np.asarray(e.stats, np.float64))
+    return out[0], out[1]
 
 
 def coco_map(*args, **kwargs) -> float:

@@ -21,10 +21,12 @@ from tpubench.detection import boxes
 NEG_POS_RATIO = 3  # base_model.py: neg_num = clamp(3 * pos_num, max=num_boxes)
 
 
-def smooth_l1(x: jax.Array) -> jax.Array:
-    """torch.nn.SmoothL1Loss(reduce=False) with beta 1: 0.5 x^2 if |x| < 1 else |x| - 0.5."""
+def smooth_l1(x: jax.Array, beta: float = 1.0) -> jax.Array:
+    """torch.nn.SmoothL1Loss(reduce=False) with beta 1: 0.5 x^2 if |x| < 1 else |x| - 0.5;
+    other betas as maskrcnn_benchmark/layers/smooth_l1_loss.py: 0.5 x^2 / beta if |x| < beta
+    else |x| - 0.5 beta (the Mask R-CNN RPN uses 1/9)."""
     a = jnp.abs(x)
-    return jnp.where(a < 1.0, 0.5 * x * x, a - 0.5)
+    return jnp.where(a < beta, 0.5 * x * x / beta, a - 0.5 * beta)
 
 
 def ssd_loss(pred_offsets: jax.Array, pred_logits: jax.Array, gt_xywh: jax.Array,

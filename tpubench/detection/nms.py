@@ -1,4 +1,5 @@
-"""SSD post-processing on device with static shapes: decode, per-class NMS, top detections.
+"""Detection post-processing on device with static shapes: decode, per-class NMS, top detections
+(SSD's `detect`; `select` is the class-wise part Mask R-CNN's box head shares).
 
 Source: mlcommons/training single_stage_detector/ssd/utils.py `Encoder.decode_batch` /
 `decode_single` and train.py `coco_eval` (v0.7): softmax scores; for each foreground class,
@@ -46,19 +47,31 @@ def detect(pred_offsets: jax.Array, pred_logits: jax.Array, anchors_xywh: jax.Ar
            ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One image: offsets [A, 4], logits [A, C] (class 0 = background) -> (boxes [D, 4] ltrb,
     scores [D], labels [D] int; empty slots have score 0 and label 0), best first."""
-    num_anchors, num_classes = pred_logits.shape
-    k = min(max_per_class, num_anchors)
     ltrb = boxes.xywh_to_ltrb(boxes.decode(pred_offsets.astype(jnp.float32), anchors_xywh))
     probs = jax.nn.softmax(pred_logits.astype(jnp.float32), axis=-1)
+    return select(ltrb, probs, score_threshold, iou_threshold, max_per_class, max_detections)
 
-    def per_class(scores):
+
+def select(ltrb: jax.Array, probs: jax.Array, score_threshold: float, iou_threshold: float,
+           max_per_class: int, max_detections: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Per-class NMS and the top detections of one image: candidate boxes ltrb [A, 4] (shared by
+    every class, SSD) or [A, C, 4] (one per class, Mask R-CNN's box head), probs [A, C] (class 0
+    = background) -> (boxes [D, 4], scores [D], labels [D]; empty slots score 0, label 0)."""
+    num_anchors, num_classes = probs.shape
+    k = min(max_per_class, num_anchors)
+    per_class_boxes = ltrb.ndim == 3
+
+    def per_class(scores, class_boxes):
         masked = jnp.where(scores > score_threshold, scores, -1.0)
         top, index = jax.lax.top_k(masked, k)
-        cand = ltrb[index]
+        cand = class_boxes[index]
         keep = nms_mask(cand, top > score_threshold, iou_threshold)
         return jnp.where(keep, top, -1.0), cand
 
-    scores, cands = jax.vmap(per_class, in_axes=1)(probs[:, 1:])  # [C-1, K], [C-1, K, 4]
+    if per_class_boxes:
+        scores, cands = jax.vmap(per_class, in_axes=(1, 1))(probs[:, 1:], ltrb[:, 1:])
+    else:
+        scores, cands = jax.vmap(per_class, in_axes=(1, None))(probs[:, 1:], ltrb)
     labels = jnp.broadcast_to(jnp.arange(1, num_classes, dtype=jnp.int32)[:, None], scores.shape)
     d = min(max_detections, scores.size)
     best, index = jax.lax.top_k(scores.reshape(-1), d)

@@ -1,0 +1,106 @@
+"""Mask R-CNN R-50-FPN on COCO 2017, MLPerf Training v0.7 closed division.
+
+Numbers from the v0.7 reference, mlcommons/training object_detection/pytorch
+(maskrcnn_benchmark/config/defaults.py and configs/e2e_mask_rcnn_R_50_FPN_1x.yaml):
+- SOLVER: BASE_LR 0.02 at IMS_PER_BATCH 16 (lr = 0.02 * batch / 16; the checker wants a multiple
+  of 0.02), MOMENTUM 0.9, WEIGHT_DECAY 1e-4, WEIGHT_DECAY_BIAS 0, BIAS_LR_FACTOR 2, STEPS
+  (60000, 80000) x GAMMA 0.1, MAX_ITER 90000, WARMUP_FACTOR 1/3, WARMUP_ITERS 500 (linear).
+- INPUT: MIN_SIZE_TRAIN 800, MAX_SIZE_TRAIN 1333 (same for test); DATALOADER.SIZE_DIVISIBILITY
+  32. Static shapes: every image resized so, then padded into one 1344 x 1344 bucket (1333
+  rounded up to a multiple of 64, P6's stride).
+- RPN: ANCHOR_SIZES (32, 64, 128, 256, 512), ANCHOR_STRIDE (4, 8, 16, 32, 64), ASPECT_RATIOS
+  (0.5, 1, 2), FG/BG IoU 0.7/0.3, BATCH_SIZE_PER_IMAGE 256, POSITIVE_FRACTION 0.5, NMS_THRESH
+  0.7, PRE_NMS_TOP_N_TRAIN 2000, POST_NMS_TOP_N_TRAIN 2000, FPN_POST_NMS_TOP_N_TRAIN 2000 per
+  2-image GPU batch (= 1000 per image here, workloads/maskrcnn/rcnn.py), PRE/POST/FPN_POST test
+  1000; `num_image_candidates` logs the per-image 1000 (as Google's TPU v0.7 submission logs
+  its rpn_post_nms_topn).
+- ROI_HEADS: FG/BG IoU 0.5/0.5, BBOX_REG_WEIGHTS (10, 10, 5, 5), BATCH_SIZE_PER_IMAGE 512,
+  POSITIVE_FRACTION 0.25, SCORE_THRESH 0.05, NMS 0.5, DETECTIONS_PER_IMG 100; box pooler 7x7,
+  mask pooler 14x14, sampling ratio 2, masks 28x28, 81 classes; FREEZE_CONV_BODY_AT 2.
+- MLPERF: MIN_BBOX_MAP 0.377, MIN_SEGM_MAP 0.339 (here from tpubench/rules.py); evaluation every
+  epoch (../shared/docs/WORKLOADS.md); 117,266 train images (COCO train2017 with annotations:
+  the reference's COCODataset drops images without any) and the 5,000 val2017 images.
+- Backbone: ImageNet R-50 from a user-provided file (`model.backbone_checkpoint`, a torchvision
+  state dict as .npz: workloads/ssd/convert.py). The reference loads the MSRA Caffe2 R-50
+  (stride in the 1x1 conv, `STRIDE_IN_1X1 = True`); converting its Caffe2 names is not written.
+
+Not done: the COCO input pipeline. tensorflow-datasets' coco/2017 has no instance masks, so a
+tfds run is refused with a UsageError; `data.source=synthetic` runs (speed, not quality).
+
+    tpubench fit maskrcnn --config=full --topology=v4:2x2x1
+    tpubench run maskrcnn --config=full --config.data.source=synthetic
+
+Measured: not run to target (needs COCO with masks and an accelerator). `tpubench fit maskrcnn
+--config=full --topology=v4:2x2x1` was started on the shared 2-core CPU host (libtpu
+compile-only devices) and had not finished compiling after 25 minutes (killed by its timeout,
+no report): no memory or roofline figures yet. The 2000-iteration greedy NMS loops per level
+(`fori_loop`) and the 1344 x 1344 bucket are the likely compile cost; not investigated.
+"""
+
+import ml_collections
+
+from tpubench import rules
+from tpubench.config import base_config
+
+TRAIN_SAMPLES = 117_266
+EVAL_SAMPLES = 5_000
+REFERENCE_BATCH = 16
+
+
+def get_config() -> ml_collections.ConfigDict:
+    c = base_config()
+    c.workload = "maskrcnn"
+    c.is_mlperf = True
+    c.submission.division = "closed"
+    c.data.dataset = "coco/2017"
+    c.data.source = "tfds"
+    c.data.eval_split = "validation"
+    c.data.min_image_size = 800
+    c.data.max_image_size = 1333
+    c.data.image_size = 1344  # the padded bucket (multiple of 64 >= 1333)
+    c.data.image_channels = 3
+    c.data.max_boxes = 100  # ground-truth instances per image, padded
+    c.data.gt_mask_size = 112  # each instance's mask cut to its box, at 112 x 112
+    c.data.train_samples = TRAIN_SAMPLES
+    c.eval.samples = EVAL_SAMPLES
+    c.data.global_batch_size = REFERENCE_BATCH
+    c.eval.batch_size = 8  # TEST.IMS_PER_BATCH
+    c.model.num_classes = 81
+    c.model.stage_sizes = (3, 4, 6, 3)
+    c.model.widths = (64, 128, 256, 512)
+    c.model.stem_width = 64
+    c.model.stride_in_1x1 = True
+    c.model.freeze_at = 2
+    c.model.frozen_bn = True
+    c.model.fpn_channels = 256
+    c.model.mlp_dim = 1024
+    c.model.mask_convs = (256, 256, 256, 256)
+    c.model.anchor_sizes = (32, 64, 128, 256, 512)
+    c.model.anchor_strides = (4, 8, 16, 32, 64)
+    c.model.aspect_ratios = (0.5, 1.0, 2.0)
+    c.model.rpn = ml_collections.ConfigDict({
+        "pre_nms_train": 2000, "post_nms_train": 2000, "fpn_post_nms_train": 1000,
+        "pre_nms_test": 1000, "post_nms_test": 1000, "fpn_post_nms_test": 1000,
+        "nms": 0.7, "batch": 256, "fraction": 0.5, "num_image_candidates": 1000})
+    c.model.roi = ml_collections.ConfigDict({"batch": 512, "fraction": 0.25,
+                                             "canonical_scale": 224.0})
+    c.model.backbone_checkpoint = ""
+    c.model.dtype = "bfloat16"
+    c.optimizer.update({"name": "sgd", "learning_rate": 0.02 * c.data.global_batch_size / 16,
+                        "momentum": 0.9, "weight_decay": 1e-4, "bias_lr_factor": 2.0})
+    scale = REFERENCE_BATCH / c.data.global_batch_size
+    c.schedule.warmup_steps = int(500 * scale)
+    c.schedule.warmup_factor = 1.0 / 3
+    c.schedule.decay_factor = 0.1
+    c.schedule.decay_steps = (int(60_000 * scale), int(80_000 * scale))
+    c.eval.score_threshold = 0.05
+    c.eval.nms_iou = 0.5
+    c.eval.max_per_class = 100
+    c.eval.max_detections = 100
+    c.eval.target_metric = "box AP / mask AP"
+    c.eval.target_values = ml_collections.ConfigDict(rules.target_thresholds("maskrcnn"))
+    c.eval.target_value = c.eval.target_values.BBOX
+    c.eval.every_samples = c.data.train_samples
+    c.run.max_train_samples = 90_000 * REFERENCE_BATCH
+    c.run.steps_per_dispatch = 4
+    return c
