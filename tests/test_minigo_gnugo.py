@@ -125,7 +125,7 @@ def test_an_illegal_move_from_the_engine_stops_the_match_with_a_clear_error(
     move at the latest: `IllegalEngineMove` naming the vertex, the game and the move.
 
     Bites: without the legality check the move reached pgx, which plays an illegal action as
-    a loss for the mover: the match ended with a win rate instead of an error (tried)."""
+    a loss for the mover: the match would end with a win rate instead of an error (not tried)."""
     _fake_gnugo(tmp_path, monkeypatch, "the last stone played (occupied)",
                 'last or "C3"')
     with pytest.raises(gtp.IllegalEngineMove, match=r"GNU Go played [A-E][1-5] in game [01] at "
@@ -134,7 +134,8 @@ def test_an_illegal_move_from_the_engine_stops_the_match_with_a_clear_error(
 
 
 def test_an_answer_that_is_no_vertex_is_a_clear_error(smoke, tmp_path, monkeypatch):
-    """Bites: the unchecked parser mapped "Z9" through str.index to a ValueError (tried)."""
+    """Bites: the earlier parser (COLUMNS.index, no bounds) raised a bare ValueError on "Z9" and
+    read an off-board vertex as another point (by reading the code; not tried)."""
     _fake_gnugo(tmp_path, monkeypatch, "Z9 (off the board)", '"Z9"')
     with pytest.raises(gtp.IllegalEngineMove, match=r"answered 'Z9', not a vertex of a 5x5"):
         _match(smoke)

@@ -72,8 +72,8 @@ def test_an_interrupted_generation_loop_resumes_to_the_uninterrupted_run(tmp_pat
 
     Bites: sampling the window from one np.random.Generator carried through the run (not
     reseeded per generation), rebuilding the window without the replay files, or restarting
-    the generation count at 1 each made the resumed final state differ (tried: the first and
-    the second)."""
+    the generation count at 1 would each make the resumed final state differ (reasoned, not
+    tried)."""
     straight = train.train_and_evaluate(_cfg(), tmp_path / "straight")
     assert straight["status"] == "aborted" and straight["generations"] == 2
 
