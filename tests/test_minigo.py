@@ -20,21 +20,23 @@ CAPTURE = 22  # (row 4, col 2): the last liberty of the white pair in `_capture_
 
 
 def _full_param_count(n: int = 19, w: int = 64, fc: int = 64, blocks: int = 6) -> int:
-    """dual_net.py by hand: stem, 2 convs per block, BN offsets (no scale), both heads."""
+    """dual_net.py by hand: stem, 2 convs per block, the stem's and trunk's BN offsets and
+    scales (the heads' BN have neither), both heads."""
     convs = 17 * 9 * w + blocks * 2 * 9 * w * w + w * 2 + w * 1
-    bn = (1 + 2 * blocks) * w + 2 + 1
+    bn = (1 + 2 * blocks) * w * 2
     policy_fc = 2 * n * n * (n * n + 1) + (n * n + 1)
     value_fc = n * n * fc + fc + fc + 1
     return convs + bn + policy_fc + value_fc
 
 
 def test_full_network_has_the_dual_net_parameter_count():
-    """738,146 parameters at 19x19, 64 filters, 6 residual blocks, fc 64 (by hand above).
+    """738,975 parameters at 19x19, 64 filters, 6 residual blocks, fc 64 (by hand above).
 
-    Bites: a bias on the convolutions (use_bias=True) added 64-per-conv params and failed."""
+    Bites: a bias on the convolutions (use_bias=True) added 64-per-conv params and failed;
+    so did the earlier model's BN without scale everywhere (738,146)."""
     w = registry.create(config_lib.load("minigo", "full"))
-    assert _full_param_count() == 738_146
-    assert steps.param_count(w) == 738_146
+    assert _full_param_count() == 738_975
+    assert steps.param_count(w) == 738_975
 
 
 def _capture_position(env):
@@ -120,11 +122,11 @@ def test_smoke_generation_runs_through_the_harness(smoke_run):
 
 
 def test_smoke_log_carries_the_minigo_keys_and_passes_the_checker_but_for_quality(smoke_run):
-    """closed_minigo.yaml's keys with the config's values; the official checker fails only the
-    win-rate target (a 2-game toy never reaches a rate in [0.5, 1)).
+    """closed_minigo.yaml's keys with the config's values; the official checker fails at most
+    the win-rate target: it must fail it when the toy lost both games (status aborted).
 
     Bites: leaving out min_selfplay_games_per_generation failed the key count."""
-    _, workdir = smoke_run
+    s, workdir = smoke_run
     events = _events(workdir)
     values = {}
     for e in events:
@@ -137,7 +139,8 @@ def test_smoke_log_carries_the_minigo_keys_and_passes_the_checker_but_for_qualit
     assert values["submission_benchmark"] == ["minigo"]
     result = mllog.check_compliance(workdir / "mlperf_log.txt")
     failed = [line for line in result.output.splitlines() if "Failed" in line]
-    assert failed and all("eval_accuracy" in line for line in failed), result.output
+    assert all("eval_accuracy" in line for line in failed), result.output
+    assert bool(failed) == (s["final_quality"] < 0.5), result.output
 
 
 def test_missing_gnugo_is_a_usage_error_naming_the_package(tmp_path, monkeypatch):
@@ -167,3 +170,19 @@ def test_target_model_of_the_wrong_shape_is_a_usage_error(tmp_path):
     back = match.load_target(str(tmp_path / "ok.npz"), like)
     for a, b in zip(jax.tree.leaves(back), jax.tree.leaves(like), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_bad_target_file_stops_the_run_before_compute(tmp_path):
+    """Through the run: a target of another shape, and a file that is no .npz, are refused by
+    `check_data` before anything is compiled or written (no workdir).
+
+    Bites: checking only that the file exists (the earlier check_data) let the wide target
+    through to make_evaluator, after the self-play and train compiles."""
+    wide = registry.create(config_lib.load("minigo", "smoke", {"model.conv_width": 16}))
+    match.save_target(str(tmp_path / "wide.npz"), wide.init_variables(jax.random.PRNGKey(1)))
+    (tmp_path / "junk.npz").write_text("not an npz")
+    for name, message in [("wide.npz", r"of shape \(16,\)"), ("junk.npz", "is not an .npz")]:
+        cfg = config_lib.load("minigo", "smoke", {"eval.target_file": str(tmp_path / name)})
+        with pytest.raises(UsageError, match=message):
+            train.train_and_evaluate(cfg, tmp_path / "run")
+        assert not (tmp_path / "run").exists()

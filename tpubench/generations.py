@@ -13,6 +13,15 @@
     run_stop     the clock stops
     final checkpoint, summary.json                                                   (untimed)
 
+Resume: every generation that does not end the run ends with a checkpoint (the harness's
+`tpubench.checkpoint`: train state and `Progress`, whose history holds the generation) and the
+generation's valid examples in `<workdir>/replay/<generation>.npz` (the window is rebuilt from
+the last `data.window_generations` files). The keys are drawn from the state's RNG and the
+generation number, the window sampler is seeded by (seed, generation), so a rerun in the same
+workdir after SIGTERM (`tpubench.preemption`: the generation in flight finishes first) or a
+kill continues exactly as the uninterrupted run would have, appending to the same log; the
+clock never pauses (docs/timing.md), as in the supervised loop.
+
 The v0.7 reference (mlcommons/training, reinforcement/tensorflow/minigo/ml_perf/
 train_loop.py) runs the same cycle with separate processes: selfplay writes games, `train`
 samples `train_filter` of the positions of the last `window_size` (5) generations into a golden
@@ -22,13 +31,14 @@ The harness's pieces are reused, not copied: `tpubench.steps` (train state, the 
 the K-step dispatch), `tpubench.clock`, `tpubench.mllog`, `tpubench.checkpoint`,
 `tpubench.results` and the log header of `tpubench.train`. A workload opts in with
 `loop = "generations"` (`tpubench.workload.Workload.loop`) by subclassing `GenerationWorkload`.
-Resuming a preempted generation run is not supported (a rerun in the same workdir refuses).
 """
 
 from __future__ import annotations
 
 import abc
 import collections
+import os
+import pathlib
 import time
 from typing import Any, ClassVar
 
@@ -36,7 +46,7 @@ import jax
 import numpy as np
 from flax import linen as nn
 
-from tpubench import checkpoint, chips, page_cache, steps
+from tpubench import checkpoint, chips, page_cache, preemption, steps
 from tpubench import mllog as mllog_lib
 from tpubench.clock import Clock, Stopwatch, now_unix
 from tpubench.errors import UsageError
@@ -48,6 +58,7 @@ from tpubench.workload import Workload
 
 ACTUAL_GAMES_KEY = "actual_selfplay_games_per_generation"  # closed_minigo.yaml, AT_LEAST_ONE
 EXAMPLE_KEYS = ("inputs", "policy", "outcome")
+REPLAY_DIR = "replay"
 
 
 class GenerationWorkload(Workload):
@@ -102,15 +113,39 @@ def _key(state: steps.TrainState, purpose: int, generation: int) -> jax.Array:
 
 
 class Window:
-    """The valid examples of the last `generations` generations, on the host."""
+    """The valid examples of the last `generations` generations, on the host; with a `folder`,
+    each generation's examples are also written there (`<generation>.npz`) for a resume."""
 
-    def __init__(self, generations: int):
+    def __init__(self, generations: int, folder: pathlib.Path | None = None):
         self._gens: collections.deque = collections.deque(maxlen=max(int(generations), 1))
+        self.folder = folder
 
     def add(self, examples: dict[str, np.ndarray]) -> int:
         valid = np.asarray(examples["valid"], bool)
         self._gens.append({k: np.asarray(examples[k])[valid] for k in EXAMPLE_KEYS})
         return int(valid.sum())
+
+    def save(self, generation: int) -> None:
+        """Write the newest generation's examples; drop the files that left the window."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder / f"{generation}.tmp.npz"
+        np.savez(tmp, **self._gens[-1])
+        os.replace(tmp, self.folder / f"{generation}.npz")  # a kill never leaves half a file
+        for old in self.folder.glob("*.npz"):
+            if old.stem.isdigit() and int(old.stem) <= generation - self._gens.maxlen:
+                old.unlink()
+
+    def load(self, generation: int) -> None:
+        """Refill the window with generations up to `generation` (a resume)."""
+        for g in range(max(1, generation - self._gens.maxlen + 1), generation + 1):
+            path = self.folder / f"{g}.npz"
+            if not path.is_file():
+                raise UsageError(
+                    f"{path} is missing: the checkpoint of generation {generation} cannot be "
+                    "resumed without the replay window it trained on. Start over in a new "
+                    "--workdir.")
+            with np.load(path) as data:
+                self._gens.append({k: data[k] for k in EXAMPLE_KEYS})
 
     def __len__(self) -> int:
         return sum(len(g["outcome"]) for g in self._gens)
@@ -123,42 +158,53 @@ class Window:
 
 
 def train_and_evaluate(workload: GenerationWorkload, workdir) -> dict:
-    """Run `workload` generation by generation to its target win rate (or budget)."""
+    """Run `workload` generation by generation to its target win rate (or budget); a workdir
+    holding an unfinished run's checkpoint resumes it."""
     c = workload.config
     run = RunDir(workdir)
     run.check_not_finished()
-    if checkpoint.latest_step(workdir) is not None:
-        raise UsageError(
-            f"{workdir} holds a checkpoint of an unfinished {workload.name} run; the generation "
-            "loop does not resume (a preempted run restarts). Pass a new --workdir.")
+    resumed = checkpoint.latest_step(workdir) is not None
     if int(c.run.max_generations) < 1 or workload.games_per_generation < 1:
         raise UsageError(
             f"{workload.name}/{c.config_name}: run.max_generations and "
             "data.games_per_generation must be >= 1.")
     workload.check_data()
     if jax.process_index() == 0:
-        run.prepare(resumed=False)
+        run.prepare(resumed=resumed)
     log = mllog_lib.RunLogger(run.log_path, enabled=jax.process_index() == 0)
     metrics = JsonlWriter(run.path / "metrics.jsonl") if jax.process_index() == 0 else None
     try:
-        return _run(workload, run, log, metrics)
+        return _run(workload, run, log, metrics, resumed)
     finally:
         log.close()
         if metrics is not None:
             metrics.close()
+        preemption.reset()
+
+
+def _restore(manager, state, window: Window) -> tuple[steps.TrainState, Progress, int]:
+    """The checkpointed state and progress (onto the fresh state's shardings), the window
+    refilled; returns the last finished generation."""
+    shardings = jax.tree.map(lambda x: x.sharding, state)
+    state, progress = checkpoint.restore(manager, jax.eval_shape(lambda: state), shardings)
+    generation = int(progress.history[-1]["generation"])
+    window.load(generation)
+    return state, progress, generation
 
 
 def _run(workload: GenerationWorkload, run: RunDir, log: mllog_lib.RunLogger,
-         metrics: JsonlWriter | None) -> dict:
-    from tpubench.train import _log_header, _say  # the supervised loop's header and printer
+         metrics: JsonlWriter | None, resumed: bool) -> dict:
+    from tpubench.train import PREEMPTED_KEY, RESUME_KEY, _log_header, _say
 
     c = workload.config
     platform = chips.platform_name(jax.devices())
     t_init = time.perf_counter()
-    cleared = bool(c.run.clear_page_cache) and page_cache.drop()
-    log.event(constants.CACHE_CLEAR, cleared)
-    log.start(constants.INIT_START)
-    _log_header(log, workload, platform)
+    cleared = False
+    if not resumed:
+        cleared = bool(c.run.clear_page_cache) and page_cache.drop()
+        log.event(constants.CACHE_CLEAR, cleared)
+        log.start(constants.INIT_START)
+        _log_header(log, workload, platform)
     k, b = int(c.schedule.steps_per_generation), int(c.data.global_batch_size)
     _say(f"[{workload.name}/{c.config_name}] init: compiling self-play "
          f"({workload.games_per_generation} games), the train dispatch ({k} steps of {b}) and "
@@ -171,67 +217,100 @@ def _run(workload: GenerationWorkload, run: RunDir, log: mllog_lib.RunLogger,
     selfplay = jax.jit(workload.selfplay).lower(_variables(state), state.rng).compile()
     evaluator = workload.make_evaluator(_variables(state))
     evaluator.compile()
-    progress = Progress(cache_clear=cleared, attempts=1)
-    for key, value in workload.mllog_hyperparameters().items():
-        value, metadata = value if isinstance(value, tuple) else (value, None)
-        log.event(key, value, metadata=metadata)
-    log.event(constants.TRAIN_SAMPLES, workload.train_samples)
-    log.event(constants.EVAL_SAMPLES, workload.eval_samples)
+    window = Window(c.data.window_generations, run.path / REPLAY_DIR)
+    manager = checkpoint.manager(run.path, keep=c.run.checkpoint_keep)
+    generation = 0
+    if resumed:
+        state, progress, generation = _restore(manager, state, window)
+    else:
+        progress = Progress(cache_clear=cleared)
+        for key, value in workload.mllog_hyperparameters().items():
+            value, metadata = value if isinstance(value, tuple) else (value, None)
+            log.event(key, value, metadata=metadata)
+        log.event(constants.TRAIN_SAMPLES, workload.train_samples)
+        log.event(constants.EVAL_SAMPLES, workload.eval_samples)
+    progress.attempts += 1
+    preemption.check_before_run()
     jax.block_until_ready(state)
-    progress.init_s = time.perf_counter() - t_init
-    log.end(constants.INIT_STOP)
-    progress.run_start_unix = now_unix()
-    log.start(constants.RUN_START, time_ms=round(progress.run_start_unix * 1000))
-    _say(f"[{workload.name}/{c.config_name}] init: done in {progress.init_s:.1f} s; the clock "
-         "starts (run_start)")
+    init_s = time.perf_counter() - t_init
+    if resumed:  # on the clock (it never pauses): the outage and this re-init count
+        log.event(RESUME_KEY, progress.attempts, metadata={"step": int(state.step)})
+    else:
+        progress.init_s = init_s
+        log.end(constants.INIT_STOP)
+        progress.run_start_unix = now_unix()
+        log.start(constants.RUN_START, time_ms=round(progress.run_start_unix * 1000))
+    preemption.set_phase(preemption.RUN)
+    _say(f"[{workload.name}/{c.config_name}] init: done in {init_s:.1f} s"
+         + (f" (resumed after generation {generation}; the clock kept running)" if resumed
+            else "; the clock starts (run_start)"))
     clock = Clock(progress.run_start_unix)
-    window = Window(c.data.window_generations)
-    sampler = np.random.default_rng(c.run.seed)
-    status, quality, generation = "aborted", float("nan"), 0
-    while generation < int(c.run.max_generations):
-        generation += 1
-        log.start(constants.BLOCK_START,
-                  metadata={"first_epoch_num": generation, "epoch_count": 1})
-        watch = Stopwatch()
-        examples = jax.device_get(selfplay(_variables(state), _key(state, 0, generation)))
-        positions = window.add(examples)
-        log.event(ACTUAL_GAMES_KEY, workload.games_per_generation,
-                  metadata={"epoch_num": generation})
-        state, train_metrics = dispatch(state, jax.device_put(window.sample(sampler, k, b)))
-        train_metrics = jax.device_get(train_metrics)
-        progress.train_s += watch.stop(state)
-        log.end(constants.BLOCK_STOP, metadata={"first_epoch_num": generation})
-        log.start(constants.EVAL_START, metadata={"epoch_num": generation})
-        watch = Stopwatch()
-        quality = evaluator.win_rate(_variables(state), _key(state, 1, generation))
-        eval_s = watch.stop()
-        progress.eval_s += eval_s
-        log.end(constants.EVAL_STOP, metadata={"epoch_num": generation})
-        log.event(constants.EVAL_ACCURACY, quality, metadata={"epoch_num": generation})
-        elapsed = clock.read(state)
-        progress.history.append({"elapsed_s": elapsed, "samples": generation * k * b,
-                                 "quality": quality, "generation": generation})
-        if metrics is not None:
-            metrics.write_scalars(generation * k, {
-                "win_rate": quality, "positions": positions, "window": len(window),
-                "selfplay_black_wins": float(examples["black_wins"]),
-                "selfplay_moves": float(examples["moves"]), "eval_s": eval_s,
-                **{n: float(np.asarray(v)) for n, v in train_metrics.items()}})
-            metrics.flush()
-        _say(f"[{workload.name}/{c.config_name}] generation {generation}: win rate "
-             f"{quality:.3f} (target {workload.target.value}), loss "
-             f"{float(train_metrics['loss']):.3f}, {positions} positions, at {elapsed:.1f} s")
-        if workload.target.reached(quality):
-            status = "success"
-            break
-        if c.run.max_time_s and elapsed > c.run.max_time_s:
-            break
+    status, quality = "aborted", (progress.history[-1]["quality"] if resumed else float("nan"))
+    with preemption.Flag(jax.process_count()) as preempt:
+        while generation < int(c.run.max_generations):
+            generation += 1
+            log.start(constants.BLOCK_START,
+                      metadata={"first_epoch_num": generation, "epoch_count": 1})
+            watch = Stopwatch()
+            examples = jax.device_get(selfplay(_variables(state), _key(state, 0, generation)))
+            positions = window.add(examples)
+            log.event(ACTUAL_GAMES_KEY, workload.games_per_generation,
+                      metadata={"epoch_num": generation})
+            sampler = np.random.default_rng([int(c.run.seed), generation])  # resumable
+            state, train_metrics = dispatch(state, jax.device_put(window.sample(sampler, k, b)))
+            train_metrics = jax.device_get(train_metrics)
+            progress.train_s += watch.stop(state)
+            log.end(constants.BLOCK_STOP, metadata={"first_epoch_num": generation})
+            log.start(constants.EVAL_START, metadata={"epoch_num": generation})
+            watch = Stopwatch()
+            quality = evaluator.win_rate(_variables(state), _key(state, 1, generation))
+            eval_s = watch.stop()
+            progress.eval_s += eval_s
+            log.end(constants.EVAL_STOP, metadata={"epoch_num": generation})
+            log.event(constants.EVAL_ACCURACY, quality, metadata={"epoch_num": generation})
+            elapsed = clock.read(state)
+            progress.history.append({"elapsed_s": elapsed, "samples": generation * k * b,
+                                     "quality": quality, "generation": generation})
+            if metrics is not None:
+                metrics.write_scalars(generation * k, {
+                    "win_rate": quality, "positions": positions, "window": len(window),
+                    "selfplay_black_wins": float(examples["black_wins"]),
+                    "selfplay_moves": float(examples["moves"]), "eval_s": eval_s,
+                    **{n: float(np.asarray(v)) for n, v in train_metrics.items()}})
+                metrics.flush()
+            _say(f"[{workload.name}/{c.config_name}] generation {generation}: win rate "
+                 f"{quality:.3f} (target {workload.target.value}), loss "
+                 f"{float(train_metrics['loss']):.3f}, {positions} positions, at {elapsed:.1f} s")
+            if workload.target.reached(quality):
+                status = "success"
+                break
+            if ((c.run.max_time_s and elapsed > c.run.max_time_s)
+                    or generation == int(c.run.max_generations)):
+                break
+            # A generation boundary that does not end the run: resumable from here (on the
+            # clock, as the supervised loop's checkpoints on its eval cadence).
+            if jax.process_index() == 0:
+                window.save(generation)
+            checkpoint.save(manager, int(state.step), state, progress)
+            if preempt.reached(generation):
+                preemption.set_phase(preemption.FINISH)
+                manager.close()
+                log.event(PREEMPTED_KEY, int(state.step),
+                          metadata={"attempt": progress.attempts, "generation": generation,
+                                    "elapsed_s": round(clock.read(state), 3)})
+                _say(f"Preempted after generation {generation}: checkpoint saved. Rerun the same "
+                     "command to resume; the clock keeps running meanwhile.")
+                return {"status": "preempted", "generation": generation,
+                        "step": int(state.step), "workdir": str(run.path),
+                        "attempts": progress.attempts}
     run_stop_unix = clock.read_unix(state)
+    preemption.set_phase(preemption.FINISH)
     log.end(constants.RUN_STOP, metadata={"status": status}, time_ms=round(run_stop_unix * 1000))
     run_s = run_stop_unix - progress.run_start_unix
     # ---- untimed from here -------------------------------------------------------------------
-    with checkpoint.manager(run.path, keep=c.run.checkpoint_keep) as manager:
-        checkpoint.save(manager, int(state.step), state, progress)
+    with manager:
+        if manager.latest_step() != int(state.step):  # a resume that had nothing left to play
+            checkpoint.save(manager, int(state.step), state, progress)
     summary = {
         "workload": workload.name, "config": c.config_name, "dataset": "selfplay",
         "is_mlperf": bool(c.is_mlperf), "division": c.submission.division,
@@ -246,6 +325,7 @@ def _run(workload: GenerationWorkload, run: RunDir, log: mllog_lib.RunLogger,
         "games": generation * workload.games_per_generation, "seed": c.run.seed,
         "opponent": c.eval.opponent, "platform": platform,
         "process_count": jax.process_count(), "global_batch_size": b,
+        "resumed": resumed, "attempts": progress.attempts,
         "quality_history": progress.history, "mlperf_log": str(run.log_path),
         "jax_version": jax.__version__,
     }

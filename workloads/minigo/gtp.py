@@ -52,7 +52,13 @@ def action(vertex_text: str, board_size: int) -> int:
     v = vertex_text.strip().upper()
     if v == "PASS":
         return board_size * board_size
-    col, row = COLUMNS.index(v[0]), int(v[1:])
+    col = COLUMNS.find(v[:1]) if v else -1
+    row = int(v[1:]) if v[1:].isdigit() else 0
+    if not (0 <= col < board_size and 1 <= row <= board_size):
+        raise IllegalEngineMove(
+            f"the GTP engine answered {vertex_text!r}, not a vertex of a {board_size}x"
+            f"{board_size} board (A1..{COLUMNS[board_size - 1]}{board_size}, pass). Check that "
+            "the program on PATH as `gnugo` is GNU Go (`gnugo --version`).")
     return (board_size - row) * board_size + col
 
 

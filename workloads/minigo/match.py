@@ -114,9 +114,11 @@ class GnuGoEvaluator:
                         if not legal[g, actions[g]]:
                             raise gtp.IllegalEngineMove(
                                 f"GNU Go played {gtp.vertex(actions[g], self.size)} in game {g} "
-                                f"at move {ply + 1}, which pgx's rules (positional superko) "
-                                "refuse. Rerun with another --config.run.seed; if it recurs, "
-                                "report the game (GNU Go checks simple ko only).")
+                                f"at move {ply + 1}, an illegal move on the board both sides "
+                                "share (an occupied point, a suicide, or a positional-superko "
+                                "repetition, which pgx forbids and GNU Go, checking simple ko "
+                                "only, may play). The match is stopped. If the program on PATH "
+                                "as `gnugo` is GNU Go, rerun with another --config.run.seed.")
                 state = self._step(state, jnp.asarray(actions))
                 total += np.asarray(state.rewards)[np.arange(self.games), me]
         finally:
@@ -128,8 +130,14 @@ class GnuGoEvaluator:
 def load_target(path: str, variables_like: Any) -> Any:
     """The target model's variables from an .npz of '/'-joined paths (`convert.py` writes it);
     `UsageError` when a leaf is missing or has another shape than this config's network."""
-    with np.load(path) as data:
-        stored = dict(data)
+    try:
+        with np.load(path) as data:
+            stored = dict(data)
+    except (OSError, ValueError) as e:
+        raise UsageError(
+            f"minigo: the target model {path} is not an .npz of arrays ({e}). Write it with "
+            "`python -m workloads.minigo.convert` (the reference's checkpoint) or "
+            "`match.save_target` (a frozen run).") from e
     flat, treedef = jax.tree_util.tree_flatten_with_path(variables_like)
     leaves = []
     for keypath, like in flat:

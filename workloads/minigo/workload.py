@@ -154,6 +154,9 @@ class MiniGoWorkload(GenerationWorkload):
                     f"minigo: eval.target_file={e.target_file!r} does not exist. Pass the .npz "
                     "target model written by `python -m workloads.minigo.convert` (or leave it "
                     "empty to play a frozen randomly initialised network, for tests only).")
+            if e.target_file:  # names and shapes against this config's net, before compute
+                match.load_target(e.target_file,
+                                  jax.eval_shape(self.init_variables, jax.random.PRNGKey(0)))
         else:
             raise UsageError(f"minigo: eval.opponent={e.opponent!r}; use 'gnugo' or 'model'.")
 

@@ -13,6 +13,16 @@ Measured (2-core machine shared by 8 jobs; clock figures are upper bounds):
 The target 0.7 is reached at generation 2 on both seeds (init ~50-110 s untimed, then ~2.5
 min); the curve plateaus around 0.65-0.75 (20 games: +-0.1 is noise), so the margin over the
 baseline is real but the target sits AT the plateau, not below it: a weak mini.
+These figures predate the batch-norm fix in model.py (trunk BN gained a scale, the heads' BN
+lost its offset, as the reference's dual_net.py): re-measure them.
+
+A trained frozen target does not help (measured after the fix, loaded 2-core machine): the
+mini pipeline run with seed 1 for 4 generations, frozen, as the target; 40 games a match
+(standard error <= 0.08): the UNTRAINED seed-0 network already wins 0.625 against it, and the
+seed-0 learner by generation: 0.500, 0.650, 0.650, 0.625, 0.625, 0.525, 0.525, 0.625, 0.600,
+0.400. The target trained for 4 generations (its own rates against an untrained net: 0.625,
+0.500, 0.600, 0.550) is no stronger than an untrained net: this mini's self-play does not
+measurably learn in 10 generations, so no frozen-checkpoint target gives a curve either.
 """
 
 import ml_collections
