@@ -19,6 +19,7 @@ _WORKLOADS = {
     "rnnt": "workloads.rnnt.workload:RNNTWorkload",
     "minigo": "workloads.minigo.workload:MiniGoWorkload",
     "ssd": "workloads.ssd.workload:SSDWorkload",
+    "unet3d": "workloads.unet3d.workload:UNet3DWorkload",
 }
 
 

@@ -105,6 +105,9 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     compile_cache.enable(cfg)  # before the first compile (--config.run.compile_cache=false: off)
     workload = registry.create(cfg)
     spec = inference_spec(workload)
+    if spec.scenarios and args.scenario.value not in spec.scenarios:
+        raise UsageError(f"{spec.mlperf_name} has no {args.scenario.value} scenario in MLPerf "
+                         f"Inference v0.7; use --scenario={' or '.join(spec.scenarios)}.")
     params, model_state, source = _variables(workload, args.params)
     if args.batch_sizes:
         batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]

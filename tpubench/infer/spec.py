@@ -72,6 +72,8 @@ class InferenceSpec:
       quality_fraction: the share of the reference to reach (0.99 for "-99" benchmarks).
       quality_metric: name of the metric `accuracy` returns.
       performance_sample_count: v0.7 `performance_sample_count` (samples LoadGen may load).
+      scenarios: the LoadGen scenarios v0.7 has for the benchmark (None: all four); another
+        is refused before any compute (3d-unet: Offline only).
       batch_sizes: the batch buckets compiled when the user names none (None: the harness's
         default); for variable-size samples they count rows and must hold the largest sample.
       benchmark_model_and_data: True only when the config serves the MLPerf benchmark's own
@@ -95,6 +97,7 @@ class InferenceSpec:
     measure_reference: Callable[[PyTree, PyTree], float] | None = None
     benchmark_model_and_data: bool = False
     batch_sizes: tuple[int, ...] | None = None
+    scenarios: tuple[str, ...] | None = None
 
     @property
     def quality_target(self) -> float:
@@ -109,6 +112,7 @@ _SPECS = {
     "dlrm": "workloads.dlrm.inference:dlrm_inference_spec",
     "rnnt": "workloads.rnnt.inference:rnnt_inference_spec",
     "ssd": "workloads.ssd.inference:ssd_inference_spec",
+    "unet3d": "workloads.unet3d.inference:unet3d_inference_spec",
 }
 
 
