@@ -81,9 +81,11 @@ def _pad(a: np.ndarray, fill, shape=PADDED_SHAPE) -> np.ndarray:
     return np.pad(a, pads, constant_values=fill)
 
 
-def load_case(data_dir: str, label_dir: str, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(image [224, 224, 160, 4] float32, label [224, 224, 160] int32, IGNORE outside the
-    case) of one case; `UsageError` when its label does not match its properties."""
+def load_case(data_dir: str, label_dir: str, name: str,
+              shape: tuple[int, int, int] = PADDED_SHAPE) -> tuple[np.ndarray, np.ndarray]:
+    """(image [*shape, 4] float32, label [*shape] int32, IGNORE outside the case) of one case
+    (`shape`: the reference's 224x224x160 padding); `UsageError` when its label does not match
+    its properties."""
     import nibabel as nib
 
     with open(os.path.join(data_dir, f"{name}.pkl"), "rb") as f:
@@ -104,18 +106,20 @@ def load_case(data_dir: str, label_dir: str, name: str) -> tuple[np.ndarray, np.
         raise UsageError(f"{name}: labels {sorted(np.unique(seg).tolist())} are not nnU-Net's "
                          "0-3 (Task043_BraTS_2019.py converts BraTS's 0/1/2/4).")
     image = np.moveaxis(data, 0, -1)
-    if image.shape[:3] != PADDED_SHAPE:
+    if image.shape[:3] != tuple(shape):
         if image.shape[:3] != size:
             raise UsageError(f"{name}: data of shape {image.shape[:3]} is neither the padded "
-                             f"{PADDED_SHAPE} nor size_after_cropping {size}.")
-        image = _pad(image, 0.0)
-    return image, _pad(seg, IGNORE)
+                             f"{tuple(shape)} nor size_after_cropping {size}.")
+        image = _pad(image, 0.0, shape)
+    return image, _pad(seg, IGNORE, shape)
 
 
 def eval_arrays(config) -> dict[str, np.ndarray]:
     """Every case in the case list's order (at most eval.samples): inputs and label arrays."""
     names = case_names(str(config.data.dir))[: int(config.eval.samples)]
-    rows = [load_case(str(config.data.dir), str(config.data.label_dir), n) for n in names]
+    shape = tuple(config.data.eval_shape)
+    rows = [load_case(str(config.data.dir), str(config.data.label_dir), n, shape)
+            for n in names]
     return {"inputs": np.stack([r[0] for r in rows]), "label": np.stack([r[1] for r in rows])}
 
 
@@ -140,7 +144,8 @@ def train_batches(config, start_step: int, process_index: int,
         for j in range(process_index * local, (process_index + 1) * local):
             rng = np.random.default_rng([config.run.seed, step, j])
             image, label = load_case(str(config.data.dir), str(config.data.label_dir),
-                                     names[rng.integers(len(names))])
+                                     names[rng.integers(len(names))],
+                                     tuple(config.data.eval_shape))
             corner = [rng.integers(0, n - s + 1) for n, s in zip(label.shape, shape,
                                                                  strict=True)]
             sl = tuple(slice(c, c + s) for c, s in zip(corner, shape, strict=True))
