@@ -139,7 +139,7 @@ def corrupt(t1: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if not brain.any():
         return np.zeros_like(t1)
     grid = np.meshgrid(*[np.linspace(-1.0, 1.0, n) for n in x.shape], indexing="ij")
-    terms = grid + [g * h for i, g in enumerate(grid) for h in grid[i:]]
+    terms = list(grid) + [g * h for i, g in enumerate(grid) for h in grid[i:]]
     log_field = sum(rng.normal(0.0, BIAS_STRENGTH) * t for t in terms)
     log_field -= log_field[brain].mean()
     y = x * np.exp(log_field)

@@ -45,6 +45,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.eval.samples = 67
     c.eval.batch_size = 1
     c.eval.regions = "brats"
+    c.eval.inference_variant = "3d-unet-99"  # or "3d-unet-99.9" (tpubench infer)
     c.eval.class_names = ("background", "edema", "non-enhancing tumor", "enhancing tumor")
     c.eval.target_metric = "mean_dice"
     c.eval.target_value = REFERENCE_MEAN_DICE
