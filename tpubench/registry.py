@@ -20,6 +20,7 @@ _WORKLOADS = {
     "minigo": "workloads.minigo.workload:MiniGoWorkload",
     "ssd": "workloads.ssd.workload:SSDWorkload",
     "maskrcnn": "workloads.maskrcnn.workload:MaskRCNNWorkload",
+    "unet3d": "workloads.unet3d.workload:UNet3DWorkload",
 }
 
 

@@ -74,7 +74,7 @@ class InferenceSpec:
       performance_sample_count: v0.7 `performance_sample_count` (samples LoadGen may load).
       scenarios: the LoadGen scenarios the benchmark has in v0.7 (names as on the command
         line; empty = all four); `tpubench infer` refuses the others before any compute
-        (e.g. ssd-mobilenet is an edge benchmark: no Server).
+        (e.g. ssd-mobilenet is an edge benchmark: no Server; 3d-unet: Offline only).
       batch_sizes: the batch buckets compiled when the user names none (None: the harness's
         default); for variable-size samples they count rows and must hold the largest sample.
       benchmark_model_and_data: True only when the config serves the MLPerf benchmark's own
@@ -113,6 +113,7 @@ _SPECS = {
     "dlrm": "workloads.dlrm.inference:dlrm_inference_spec",
     "rnnt": "workloads.rnnt.inference:rnnt_inference_spec",
     "ssd": "workloads.ssd.inference:ssd_inference_spec",
+    "unet3d": "workloads.unet3d.inference:unet3d_inference_spec",
 }
 
 
