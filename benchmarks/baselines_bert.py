@@ -15,6 +15,11 @@ the vocabulary is frequency-ranked). `[UNK]` and special tokens are never predic
   bidi-5          argmax count(l2 l1 _ r1 r2 -> w), backs off to bidirectional
   markov          argmax P(w | l1) P(r1 | w) (add-0.01 smoothed bigrams): the exact posterior of
                   the middle word under a bigram chain, backs off to unigram
+  bidi-gap        argmax count(l at distance dl, r at distance dr -> w) over the nearest word the
+                  input shows on each side (skipping `[MASK]`s, up to 3 positions, not past
+                  `[CLS]`/`[SEP]`), backs off to the left word alone, then the right word alone,
+                  then unigram: it uses the words past a masked neighbour, where the others back
+                  off (and the right word where the left is `[CLS]`/`[SEP]`)
 
 BERT masking leaves 10% of the masked words unchanged in the input (and puts a random word at
 another 10%), so each baseline also has a "+copy" variant: predict the word the input shows at
@@ -40,7 +45,7 @@ def eval_set(config) -> tuple[shakespeare.ShakespeareCorpus, dict[str, np.ndarra
     corpus = shakespeare.ShakespeareCorpus(int(config.model.vocab_size))
     examples = shakespeare.eval_examples(
         corpus, int(config.eval.samples), int(config.data.max_seq_length),
-        int(config.data.max_predictions_per_seq),
+        int(config.data.max_predictions_per_seq), float(config.data.masked_lm_prob),
     )
     return corpus, examples
 
@@ -52,6 +57,25 @@ def _neighbour(examples: dict[str, np.ndarray], offset: int) -> np.ndarray:
     inside = (pos >= 0) & (pos < ids.shape[1])
     got = np.take_along_axis(ids, np.clip(pos, 0, ids.shape[1] - 1), axis=1)
     return np.where(inside, got, shakespeare.PAD)
+
+
+MAX_GAP = 3
+
+
+def _nearest_word(examples: dict[str, np.ndarray], side: int) -> tuple[np.ndarray, np.ndarray]:
+    """The nearest input word on one side (-1 left, +1 right) of each masked position and its
+    distance (1..MAX_GAP), skipping `[MASK]`s; distance 0 where the first non-`[MASK]` token is
+    `[UNK]`, `[CLS]`, `[SEP]`, the window's edge or farther than MAX_GAP."""
+    found = np.zeros(examples["masked_lm_positions"].shape, np.int64)
+    dist = np.zeros_like(found)
+    open_ = np.ones(found.shape, bool)  # only [MASK]s so far
+    for d in range(1, MAX_GAP + 1):
+        x = _neighbour(examples, side * d)
+        take = open_ & (x >= N_SPECIAL)
+        found = np.where(take, x, found)
+        dist = np.where(take, d, dist)
+        open_ &= x == shakespeare.MASK
+    return found, dist
 
 
 def _argmax_table(keys: np.ndarray, targets: np.ndarray) -> dict[int, int]:
@@ -89,6 +113,16 @@ class CountModels:
             "bidirectional": _argmax_table(_key([l1, r1], vocab), w),
             "bidi-5": _argmax_table(_key([l2, l1, r1, r2], vocab), w),
         }
+        # Gap tables: (word dl to the left, dl, word dr to the right, dr) -> the word between.
+        g = MAX_GAP
+        mid = t[g:n - g]
+        for dl in range(1, g + 1):
+            left = t[g - dl:n - g - dl]
+            self.tables[f"left-{dl}"] = _argmax_table(left, mid)
+            self.tables[f"right-{dl}"] = _argmax_table(t[g + dl:n - g + dl], mid)
+            for dr in range(1, g + 1):
+                self.tables[f"gap-{dl}-{dr}"] = _argmax_table(
+                    _key([left, t[g + dr:n - g + dr]], vocab), mid)
         bigram = np.zeros((vocab, vocab), np.float64)
         np.add.at(bigram, (t[:-1], t[1:]), 1.0)
         bigram += 0.01
@@ -107,6 +141,25 @@ class CountModels:
             hit = table.get(int(keys[idx]))
             if hit is not None:
                 out[idx] = hit
+        return out
+
+    def _gap(self, examples: dict[str, np.ndarray], uni: np.ndarray) -> np.ndarray:
+        """bidi-gap: both nearest words, else the left one, else the right one, else unigram."""
+        (left, dl), (right, dr) = _nearest_word(examples, -1), _nearest_word(examples, 1)
+        out = uni.copy()
+        keys = _key([left, right], self.vocab)
+        for idx in zip(*np.nonzero((dl > 0) | (dr > 0)), strict=True):
+            a, b = int(dl[idx]), int(dr[idx])
+            tries = [(f"gap-{a}-{b}", int(keys[idx]))] if a and b else []
+            if a:
+                tries.append((f"left-{a}", int(left[idx])))
+            if b:
+                tries.append((f"right-{b}", int(right[idx])))
+            for name, key in tries:
+                hit = self.tables[name].get(key)
+                if hit is not None:
+                    out[idx] = hit
+                    break
         return out
 
     def predict(self, examples: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -132,6 +185,7 @@ class CountModels:
             "bidirectional": bidi,
             "bidi-5": self._lookup("bidi-5", [l2, l1, r1, r2], bidi),
             "markov": markov,
+            "bidi-gap": self._gap(examples, uni),
         }
 
 

@@ -267,6 +267,33 @@ def test_shakespeare_split_vocab_and_baseline():
     assert float(hits.sum() / weights.sum()) == pytest.approx(0.0418, abs=5e-4)
 
 
+def test_masked_lm_prob_sets_the_share_of_masked_words():
+    """`data.masked_lm_prob` reaches the workload's eval set: at 0.5 a seq-16 window (13 words)
+    masks round(0.5 * its in-vocabulary words), up to `max_predictions_per_seq`; the default
+    0.15 masks 2 of 13 (the one-pass figures in the mini docstring); outside (0, 1] it is a
+    usage error.
+    Bites: the workload not passing the key on (the eval set masks 2 words a window at 0.5)."""
+    sizes = {"model.vocab_size": 1024, "data.max_seq_length": 16,
+             "model.max_position_embeddings": 16, "data.max_predictions_per_seq": 7,
+             "eval.samples": 600}
+    half = BertWorkload(_config("mini", **sizes, **{"data.masked_lm_prob": 0.5}))
+    half.check_data()
+    ev = half._eval_examples
+    assert ev["masked_lm_ids"].shape == (600, 7)
+    ids = ev["input_ids"].copy()
+    used = ev["masked_lm_weights"] > 0
+    rows = np.broadcast_to(np.arange(600)[:, None], used.shape)
+    ids[rows[used], ev["masked_lm_positions"][used]] = ev["masked_lm_ids"][used]
+    in_vocab = (ids >= len(shakespeare.SPECIAL_TOKENS)).sum(1)
+    np.testing.assert_array_equal(used.sum(1), np.minimum(7, np.maximum(1, np.round(in_vocab
+                                                                                 * 0.5))))
+    assert used.sum() > 5 * 600
+    default = BertWorkload(_config("mini", **sizes))
+    assert float(default._eval_examples["masked_lm_weights"].sum(1).max()) == 2.0
+    with pytest.raises(UsageError, match="masked_lm_prob=1.5"):
+        BertWorkload(_config("mini", **{"data.masked_lm_prob": 1.5})).check_data()
+
+
 def test_eval_set_past_the_last_window_repeats_the_windows_under_fresh_masks():
     """Seq 16: 5,936 held-out windows of 13 words. Asking for two passes (11,872 examples)
     returns pass 1 unchanged (the one-pass set), then the same windows again (the same words in
@@ -422,7 +449,7 @@ def test_simple_baselines_on_the_mini_eval_set():
     got = module.baselines(_config("mini"))
     want = {"most-frequent": 0.0417, "bigram": 0.0885, "trigram": 0.0989,
             "bidirectional": 0.1209, "markov": 0.1249, "most-frequent +copy": 0.1321,
-            "markov +copy": 0.1986}
+            "markov +copy": 0.1986, "bidi-gap": 0.1274, "bidi-gap +copy": 0.1984}
     assert {k: round(got[k], 4) for k in want} == want
     assert max(got, key=got.get) == "markov +copy"
 

@@ -151,6 +151,7 @@ def make_examples(
     seq_len: int,
     max_predictions: int,
     vocab_size: int,
+    mask_prob: float = 0.15,
 ) -> dict[str, np.ndarray]:
     """Masked `[CLS] A [SEP] B [SEP]` examples whose segment A begins at each of `starts`.
 
@@ -170,7 +171,7 @@ def make_examples(
     segment_ids = np.concatenate(
         [np.zeros((batch, len_a + 2), np.int32), np.ones((batch, len_b + 1), np.int32)], axis=1
     )
-    example = mask_tokens(rng, ids, max_predictions, vocab_size)
+    example = mask_tokens(rng, ids, max_predictions, vocab_size, mask_prob)
     example.update(
         input_mask=np.ones_like(ids, np.int32),
         segment_ids=segment_ids,
@@ -180,19 +181,21 @@ def make_examples(
 
 
 def train_examples(
-    corpus: ShakespeareCorpus, seed: int, step: int, batch: int, seq_len: int, max_predictions: int
+    corpus: ShakespeareCorpus, seed: int, step: int, batch: int, seq_len: int, max_predictions: int,
+    mask_prob: float = 0.15,
 ) -> dict[str, np.ndarray]:
     """The global training batch of `step`: a pure function of (seed, step)."""
     rng = np.random.default_rng([seed, step])
     span = seq_len - 3
     starts = rng.integers(0, len(corpus.train_tokens) - span, batch)
     return make_examples(
-        rng, corpus.train_tokens, starts, seq_len, max_predictions, len(corpus.vocab)
+        rng, corpus.train_tokens, starts, seq_len, max_predictions, len(corpus.vocab), mask_prob
     )
 
 
 def eval_examples(
-    corpus: ShakespeareCorpus, num_examples: int, seq_len: int, max_predictions: int
+    corpus: ShakespeareCorpus, num_examples: int, seq_len: int, max_predictions: int,
+    mask_prob: float = 0.15,
 ) -> dict[str, np.ndarray]:
     """The fixed eval set: consecutive, non-overlapping windows of the held-out plays.
 
@@ -213,6 +216,7 @@ def eval_examples(
     for first in range(0, num_examples, available):
         windows = np.arange(first, min(first + available, num_examples)) % available
         passes.append(make_examples(
-            rng, corpus.eval_tokens, windows * span, seq_len, max_predictions, len(corpus.vocab)
+            rng, corpus.eval_tokens, windows * span, seq_len, max_predictions, len(corpus.vocab),
+            mask_prob,
         ))
     return {k: np.concatenate([p[k] for p in passes]) for k in passes[0]}

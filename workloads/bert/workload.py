@@ -74,6 +74,9 @@ def _check_shakespeare(w: BertWorkload) -> None:
     shakespeare.plays_dir()
     if w.config.model.vocab_size <= len(shakespeare.SPECIAL_TOKENS):
         raise UsageError("--config.model.vocab_size must exceed the 5 special tokens.")
+    if not 0.0 < float(w.config.data.masked_lm_prob) <= 1.0:
+        raise UsageError(f"--config.data.masked_lm_prob={w.config.data.masked_lm_prob} must be in "
+                         "(0, 1]: the share of the words to mask (BERT: 0.15).")
 
 
 def _shakespeare_train(w: BertWorkload, start_step: int, process_index: int,
@@ -83,13 +86,14 @@ def _shakespeare_train(w: BertWorkload, start_step: int, process_index: int,
     step = start_step
     while True:
         batch = shakespeare.train_examples(w._corpus, c.run.seed, step, c.data.global_batch_size,
-                                           *_sizes(w))
+                                           *_sizes(w), float(c.data.masked_lm_prob))
         yield {k: v[process_index * per:(process_index + 1) * per] for k, v in batch.items()}
         step += 1
 
 
 def _shakespeare_eval_examples(w: BertWorkload) -> Batch:
-    return shakespeare.eval_examples(w._corpus, w.eval_samples, *_sizes(w))
+    return shakespeare.eval_examples(w._corpus, w.eval_samples, *_sizes(w),
+                                     float(w.config.data.masked_lm_prob))
 
 
 def _in_memory_eval(w: BertWorkload, process_index: int, process_count: int) -> Iterator[Batch]:

@@ -22,6 +22,9 @@ def bert_base_config() -> ml_collections.ConfigDict:
     ))
     c.data.max_seq_length = 512
     c.data.max_predictions_per_seq = 76
+    # Share of the words masked (create_pretraining_data.py --masked_lm_prob); the Shakespeare
+    # data masks with it, TFRecords come masked already.
+    c.data.masked_lm_prob = 0.15
 
     # Start checkpoint (TF): prefix relative to data_dir unless absolute; "" = from scratch.
     c.model.init_checkpoint = ""
