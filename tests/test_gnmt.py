@@ -117,6 +117,30 @@ def test_attention_is_normalized_bahdanau_and_masks_padding():
     np.testing.assert_allclose(ctx, jnp.einsum("bts,bsn->btn", w, enc), atol=1e-5)
 
 
+def _init_ranges(name, **overrides):
+    """(largest |weight| outside the attention, the attention's g) of config `name` at hidden
+    16, vocabulary 50 (the init rules do not depend on the size beyond g = 1/sqrt(hidden))."""
+    c = _config(name, **{"model.hidden_size": 16, "model.vocab_size": 50, **overrides})
+    params = nn.meta.unbox(jax.jit(GNMTWorkload(c).init)(jax.random.PRNGKey(0))[0])
+    rest = [np.abs(leaf).max() for path, leaf in jax.tree_util.tree_leaves_with_path(params)
+            if "attention" not in jax.tree_util.keystr(path)]
+    return float(max(rest)), float(min(rest)), float(params["attention"]["g"])
+
+
+def test_init_is_the_references_unless_a_config_scales_it():
+    """The full config initializes as the reference: every LSTM, embedding and classifier
+    weight U(+-0.1), the attention's g = 1/sqrt(hidden); the mini's `model.init_weight` and
+    `model.attention_scale` (configs/mini.py) reach every such parameter. Bites: a module
+    keeping the constant INIT_WEIGHT, or the attention ignoring its scale."""
+    top, low, g = _init_ranges("full")
+    assert 0.09 < low <= top <= 0.1 and g == pytest.approx(0.25)
+    mini = _config("mini")
+    top, low, g = _init_ranges("mini")
+    assert 0.9 * mini.model.init_weight < low <= top <= mini.model.init_weight
+    assert mini.model.init_weight != 0.1
+    assert g == pytest.approx(mini.model.attention_scale)
+
+
 def test_decoding_step_by_step_equals_the_teacher_forced_pass():
     """Bites: not carrying decoder layer 2's state between steps."""
     model = _tiny()

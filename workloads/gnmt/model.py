@@ -52,6 +52,8 @@ class GNMTConfig:
     dropout_rate: float = 0.2
     dtype: Any = jnp.float32
     deterministic: bool = True
+    init_weight: float = INIT_WEIGHT
+    attention_scale: float = 0.0  # initial g of the attention; 0 = the reference's 1/sqrt(n)
 
 
 def _uniform(scale: float):
@@ -70,11 +72,12 @@ class LSTM(nn.Module):
 
     hidden: int
     dtype: Any = jnp.float32
+    init_weight: float = INIT_WEIGHT
 
     @nn.compact
     def __call__(self, x: jax.Array, carry: Carry | None = None) -> tuple[jax.Array, Carry]:
         h = self.hidden
-        init = _uniform(INIT_WEIGHT)
+        init = _uniform(self.init_weight)
         w_ih = _param(self, "w_ih", init, (x.shape[-1], 4 * h), ("embed", "mlp"))
         w_hh = _param(self, "w_hh", init, (h, 4 * h), ("embed", "mlp"))
         b_ih = _param(self, "b_ih", init, (4 * h,), ("mlp",))
@@ -111,6 +114,7 @@ class BahdanauAttention(nn.Module):
 
     units: int
     dtype: Any = jnp.float32
+    scale_init: float = 0.0  # 0: the reference's 1/sqrt(units)
 
     def setup(self):
         n = self.units
@@ -122,7 +126,7 @@ class BahdanauAttention(nn.Module):
                               (n, n))
         self.v = self.param("v", nn.with_logical_partitioning(_uniform(stdv), ("mlp",)), (n,))
         self.g = self.param("g", nn.with_logical_partitioning(
-            nn.initializers.constant(stdv), ()), ())
+            nn.initializers.constant(self.scale_init or stdv), ()), ())
         self.b = self.param("b", nn.with_logical_partitioning(nn.initializers.zeros, ("mlp",)),
                             (n,))
 
@@ -151,20 +155,20 @@ class GNMT(nn.Module):
 
     def setup(self):
         c = self.config
-        h, dt = c.hidden_size, c.dtype
+        h, dt, iw = c.hidden_size, c.dtype, c.init_weight
         self.embedding = self.param(
-            "embedding", nn.with_logical_partitioning(_uniform(INIT_WEIGHT), ("vocab", "embed")),
+            "embedding", nn.with_logical_partitioning(_uniform(iw), ("vocab", "embed")),
             (c.vocab_size, h))
-        self.enc_fw = LSTM(h, dt)
-        self.enc_bw = LSTM(h, dt)
-        self.enc = [LSTM(h, dt) for _ in range(1, c.num_layers)]
-        self.dec = [LSTM(h, dt) for _ in range(c.num_layers)]
-        self.attention = BahdanauAttention(h, dt)
+        self.enc_fw = LSTM(h, dt, iw)
+        self.enc_bw = LSTM(h, dt, iw)
+        self.enc = [LSTM(h, dt, iw) for _ in range(1, c.num_layers)]
+        self.dec = [LSTM(h, dt, iw) for _ in range(c.num_layers)]
+        self.attention = BahdanauAttention(h, dt, c.attention_scale)
         self.w_out = self.param(
-            "w_out", nn.with_logical_partitioning(_uniform(INIT_WEIGHT), ("embed", "vocab")),
+            "w_out", nn.with_logical_partitioning(_uniform(iw), ("embed", "vocab")),
             (h, c.vocab_size))
         self.b_out = self.param(
-            "b_out", nn.with_logical_partitioning(_uniform(INIT_WEIGHT), ("vocab",)),
+            "b_out", nn.with_logical_partitioning(_uniform(iw), ("vocab",)),
             (c.vocab_size,))
         self.dropout = nn.Dropout(c.dropout_rate)
 

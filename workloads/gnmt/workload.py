@@ -152,7 +152,9 @@ class GNMTWorkload(PreparedTranslation, Workload):
         c = self.config.model
         return model_lib.GNMT(model_lib.GNMTConfig(
             vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_layers=c.num_layers,
-            dropout_rate=c.dropout_rate, dtype=jnp.dtype(c.dtype), deterministic=not train))
+            dropout_rate=c.dropout_rate, dtype=jnp.dtype(c.dtype), deterministic=not train,
+            init_weight=float(c.init_weight),
+            attention_scale=float(c.attention_scale)))
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         """Train: source and target ids [batch, max_len - 1]; eval: sources, example_id, mask."""

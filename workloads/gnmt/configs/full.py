@@ -65,6 +65,8 @@ def get_config() -> ml_collections.ConfigDict:
     c.model.num_layers = 4
     c.model.dropout_rate = 0.2
     c.model.label_smoothing = 0.1  # train.py --smoothing
+    c.model.init_weight = 0.1  # encoder.py/decoder.py init_weight: U(+-0.1) weights
+    c.model.attention_scale = 0.0  # attention.py normalize_scalar init: 0 = 1/sqrt(hidden)
     c.model.dtype = "bfloat16"
 
     # Data shapes: train.py --max-length-train 50 (with BOS and EOS); longer pairs discarded.
