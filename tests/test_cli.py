@@ -81,7 +81,8 @@ def test_absl_main_help_exits_0_with_the_usage():
 
 
 # ---- list --------------------------------------------------------------------------------------
-_LINE = re.compile(r"^  --config=(\S+)\s+(\S+)\s+target (\S+) (>=|<=) (\S+)  \[(.+)\]$")
+_LINE = re.compile(r"^  --config=(\S+)\s+(\S+)\s+target (.+?)  \[(.+)\]$")
+_METRIC = re.compile(r"^(\S+) (>=|<=) (\S+)$")
 
 
 def test_list_shows_every_workload_and_config_with_its_target(capsys):
@@ -100,17 +101,23 @@ def test_list_shows_every_workload_and_config_with_its_target(capsys):
             assert line == f"{workload}  (MLPerf: {registry.workload_class(workload).mlperf_name})"
             listed[workload] = {}
     assert sorted(listed) == registry.names() == [
-        "bert", "dlrm", "gnmt", "minigo", "resnet", "rnnt", "ssd", "transformer"]
+        "bert", "dlrm", "gnmt", "maskrcnn", "minigo", "resnet", "rnnt", "ssd", "transformer",
+        "unet3d"]
     for name in registry.names():
         assert sorted(listed[name]) == config_lib.config_names(name)
-        for cfg_name, (dataset, metric, op, value, kind) in listed[name].items():
+        for cfg_name, (dataset, target, kind) in listed[name].items():
             c = config_lib.load(name, cfg_name)
-            assert (dataset, metric, float(value)) == (
-                c.data.dataset, c.eval.target_metric, c.eval.target_value)
-            assert op == (">=" if c.eval.higher_is_better else "<=")
+            several = dict(c.eval.get("target_values") or {})
+            wanted = several or {c.eval.target_metric: c.eval.target_value}
+            parts = [_METRIC.match(part).groups() for part in target.split(" and ")]
+            assert dataset == c.data.dataset
+            assert {metric: float(value) for metric, _, value in parts} == wanted
+            assert {op for _, op, _ in parts} == {">=" if c.eval.higher_is_better else "<="}
             assert kind == ("MLPerf closed" if c.is_mlperf else "not MLPerf")
-    assert listed["resnet"]["full"][1:4] == ("top1_accuracy", ">=", "0.759")
-    assert listed["bert"]["full"][3:] == ("0.712", "MLPerf closed")
+    assert listed["resnet"]["full"][1] == "top1_accuracy >= 0.759"
+    # A several-metric target lists every threshold (Mask R-CNN: box AND mask AP).
+    assert listed["maskrcnn"]["full"][1] == "BBOX >= 0.377 and SEGM >= 0.339"
+    assert listed["bert"]["full"][1:] == ("masked_lm_accuracy >= 0.712", "MLPerf closed")
 
 
 # ---- check -------------------------------------------------------------------------------------

@@ -51,10 +51,11 @@ def _cmd_list(argv: list[str]) -> int:
         for cfg_name in config_lib.config_names(name):
             cfg = config_lib.load(name, cfg_name)
             kind = "MLPerf closed" if cfg.is_mlperf else "not MLPerf"
-            print(
-                f"  --config={cfg_name:<9} {cfg.data.dataset:<22} target {cfg.eval.target_metric} "
-                f"{'>=' if cfg.eval.higher_is_better else '<='} {cfg.eval.target_value}  [{kind}]"
-            )
+            op = ">=" if cfg.eval.higher_is_better else "<="
+            several = cfg.eval.get("target_values") or {}
+            target = (" and ".join(f"{k} {op} {v}" for k, v in several.items()) if several
+                      else f"{cfg.eval.target_metric} {op} {cfg.eval.target_value}")
+            print(f"  --config={cfg_name:<9} {cfg.data.dataset:<22} target {target}  [{kind}]")
     return 0
 
 
