@@ -73,3 +73,35 @@ def assert_log_fails_only_quality(log_path, target_text: str) -> None:
     others = [line for line in failed if line not in quality and "FAILED" not in line
               and "Logging output" not in line]
     assert not others, result.output
+
+
+def made_torchvision_state_dict(w, num_batches_tracked: bool = False) -> dict:
+    """A torchvision-named state dict with distinct random values for every backbone tensor of
+    workload `w` (the reference's checkpoint format, made small): conv kernels OIHW, batch norms
+    weight/bias/running_mean/running_var (and `num_batches_tracked`, which converters ignore,
+    when asked), plus an unused `fc.weight`. Shared by the SSD and Mask R-CNN converter tests."""
+    import jax
+    import numpy as np
+    from flax import linen as nn
+
+    from workloads.ssd.convert import _torch_prefix
+
+    params = nn.unbox(jax.eval_shape(w.init, jax.random.key(0))[0])["backbone"]
+    rng = np.random.default_rng(0)
+    out = {}
+    for mod, p in params.items():
+        blocks = {mod: p} if "kernel" in p or "scale" in p else {
+            f"{mod}/{k}": v for k, v in p.items()}
+        for name, leaf in blocks.items():
+            prefix = _torch_prefix(tuple(name.split("/")))
+            if "kernel" in leaf:
+                h, w_, i, o = leaf["kernel"].shape
+                out[f"{prefix}.weight"] = rng.normal(size=(o, i, h, w_)).astype(np.float32)
+            else:
+                c = leaf["scale"].shape[0]
+                for k in ("weight", "bias", "running_mean", "running_var"):
+                    out[f"{prefix}.{k}"] = rng.uniform(0.5, 1.5, c).astype(np.float32)
+                if num_batches_tracked:
+                    out[f"{prefix}.num_batches_tracked"] = np.array(7)
+    out["fc.weight"] = np.zeros((3, 3), np.float32)  # unused keys are ignored (layer4, fc)
+    return out

@@ -100,35 +100,13 @@ def test_optimizer_freezes_the_stem_res2_and_batch_norms_and_doubles_bias_steps(
     assert labels["backbone"]["layer2_0"]["downsample_conv"]["kernel"] == optim.WEIGHT
 
 
-def _made_state_dict(w) -> dict[str, np.ndarray]:
-    """A torchvision-named R-50 state dict (small) with distinct random values."""
-    from workloads.ssd.convert import _torch_prefix
-
-    params = nn.unbox(jax.eval_shape(w.init, jax.random.key(0))[0])["backbone"]
-    rng = np.random.default_rng(0)
-    out = {}
-    for mod, p in params.items():
-        blocks = {mod: p} if "kernel" in p or "scale" in p else {
-            f"{mod}/{k}": v for k, v in p.items()}
-        for name, leaf in blocks.items():
-            prefix = _torch_prefix(tuple(name.split("/")))
-            if "kernel" in leaf:
-                h, w_, i, o = leaf["kernel"].shape
-                out[f"{prefix}.weight"] = rng.normal(size=(o, i, h, w_)).astype(np.float32)
-            else:
-                c = leaf["scale"].shape[0]
-                for k in ("weight", "bias", "running_mean", "running_var"):
-                    out[f"{prefix}.{k}"] = rng.uniform(0.5, 1.5, c).astype(np.float32)
-    out["fc.weight"] = np.zeros((3, 3), np.float32)  # unused (the classifier)
-    return out
-
 
 def test_backbone_converter_loads_a_made_r50_file(tmp_path):
     """torchvision names -> the R-50 body: a bottleneck's conv3 and downsample land transposed,
     the frozen batch norm's running stats in batch_stats; a missing tensor is a UsageError.
     Bites: the stats left at their init (0 / 1)."""
     w = _workload("full", **SHRUNK)
-    sd = _made_state_dict(w)
+    sd = runs.made_torchvision_state_dict(w)
     path = tmp_path / "r50.npz"
     np.savez(path, **sd)
     w2 = _workload("full", **SHRUNK, **{"model.backbone_checkpoint": str(path)})

@@ -228,33 +228,6 @@ def test_mini_log_passes_the_official_compliance_checker(mini_run):
     assert '"submission_division", "value": "open"' in (workdir / "mlperf_log.txt").read_text()
 
 
-def _made_state_dict(w) -> dict[str, np.ndarray]:
-    """A torchvision-named state dict with distinct random values for every backbone tensor
-    of workload `w` (the reference's file format, made small)."""
-    from flax import linen as nn
-
-    params, state = jax.eval_shape(w.init, jax.random.key(0))
-    params, stats = nn.unbox(params)["backbone"], state["batch_stats"]["backbone"]
-    rng = np.random.default_rng(0)
-    out = {}
-    for mod, p in params.items():
-        blocks = {mod: p} if "kernel" in p or "scale" in p else {
-            f"{mod}/{k}": v for k, v in p.items()}
-        for name, leaf in blocks.items():
-            from workloads.ssd.convert import _torch_prefix
-            prefix = _torch_prefix(tuple(name.split("/")))
-            if "kernel" in leaf:
-                h, w_, i, o = leaf["kernel"].shape
-                out[f"{prefix}.weight"] = rng.normal(size=(o, i, h, w_)).astype(np.float32)
-            else:
-                c = leaf["scale"].shape[0]
-                for k in ("weight", "bias", "running_mean", "running_var"):
-                    out[f"{prefix}.{k}"] = rng.uniform(0.5, 1.5, c).astype(np.float32)
-                out[f"{prefix}.num_batches_tracked"] = np.array(7)
-    del stats
-    out["fc.weight"] = np.zeros((3, 3), np.float32)  # unused keys are ignored (layer4, fc)
-    return out
-
 
 def test_backbone_converter_loads_a_made_torchvision_file(tmp_path):
     """Every value lands transposed OIHW -> HWIO in the right module; a file with a missing or
@@ -263,7 +236,7 @@ def test_backbone_converter_loads_a_made_torchvision_file(tmp_path):
     from workloads.ssd import convert
 
     w = _workload("smoke")
-    sd = _made_state_dict(w)
+    sd = runs.made_torchvision_state_dict(w, num_batches_tracked=True)
     path = tmp_path / "resnet34.npz"
     np.savez(path, **sd)
     cfg = config_lib.load("ssd", "smoke", {"model.backbone_checkpoint": str(path)})
@@ -384,7 +357,7 @@ def _ssd_r34_state_dict(w) -> dict[str, np.ndarray]:
 
     from workloads.ssd import convert
 
-    tv = _made_state_dict(w)
+    tv = runs.made_torchvision_state_dict(w, num_batches_tracked=True)
     back = {tvp: ref for ref, tvp in convert.R34_BACKBONE_PREFIXES}
     sd = {}
     for k, v in tv.items():
