@@ -129,3 +129,21 @@ def repo_root() -> pathlib.Path:
 def hermetic_dir() -> pathlib.Path:
     """This session's directory for user-level caches (see the module docstring)."""
     return _SESSION_DIR
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--extended", action="store_true", default=False,
+        help="also run the tests marked `extended` (further seeds and variants of the minis' "
+             "runs to target; ~30 min more on 2 cores)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`extended` tests run only with --extended: the default run keeps one seed of each
+    mini-to-target test, so that the suite fits ~25 minutes on 2 cores (CI runs the default)."""
+    if config.getoption("--extended"):
+        return
+    skip = pytest.mark.skip(reason="extended: run with --extended")
+    for item in items:
+        if "extended" in item.keywords:
+            item.add_marker(skip)
