@@ -147,3 +147,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "extended" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _sigterm_handler_restored():
+    """Tests that call an entry point in this process (`cli.main`, `entry.run`) install
+    tpubench's SIGTERM handler (tpubench.preemption), which ignores SIGTERM after a run: restore
+    the previous handler after each test, so that `kill` still ends a pytest session."""
+    import signal
+
+    previous = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, previous)
