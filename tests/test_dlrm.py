@@ -296,7 +296,8 @@ MINI_LR_BASELINE_AUC = 0.7734
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1])
+# Seed 1 runs with --extended (the default run keeps seed 0: suite budget ~25 min on 2 cores).
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.extended)])
 def test_mini_reaches_its_auc_target_at_the_measured_step(tmp_path, seed):
     """The target sits above the strongest logistic regression on the same split
     (benchmarks/baselines.py); a step budget of one eval past the measured step (no wall-clock

@@ -1,6 +1,11 @@
 """Two processes on this machine form one JAX cluster (`tpubench launch local`) and train the
-ResNet mini to its target: one global mesh over both processes' devices, one MLPerf log and
-one summary, written by process 0."""
+ResNet mini to a target: one global mesh over both processes' devices, one MLPerf log and
+one summary, written by process 0.
+
+The target is lowered to 0.85 top-1 (reached before the mini's 0.967, at step 750): this test is
+about the launcher, the shared mesh and the single writer. That the mini converges is
+tests/test_resnet.py's job, and that two processes train exactly like one process on two devices
+is tests/test_multihost_trajectory.py's."""
 
 import json
 import os
@@ -22,7 +27,8 @@ def test_two_processes_train_the_mini_to_target_with_one_log(repo_root, tmp_path
     workdir = tmp_path / "run"
     command = [_tpubench(), "launch", "local", "--processes=2", "--",
                sys.executable, "-m", "workloads.resnet.main",
-               "--config=workloads/resnet/configs/mini.py", f"--workdir={workdir}"]
+               "--config=workloads/resnet/configs/mini.py", f"--workdir={workdir}",
+               "--config.eval.target_value=0.85"]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run(command, cwd=repo_root, env=env, capture_output=True, text=True,
                           timeout=900)

@@ -226,6 +226,7 @@ def test_mini_reaches_its_target_and_says_so(mini_run):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # the default run keeps seed 0 (suite budget ~25 min on 2 cores)
 def test_mini_reaches_its_target_at_the_measured_step_on_a_second_seed(tmp_path):
     """Seed 1, with a step budget of one eval past the measured step (no wall-clock budget)."""
     budget = MINI_TARGET_STEP[1] + MINI_EVAL_EVERY

@@ -63,6 +63,7 @@ def test_infer_accuracy_mode_reports_the_training_eval_wer(mini_run, shared_data
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # the default run keeps seed 0 (suite budget ~25 min on 2 cores)
 def test_mini_reaches_its_wer_target_at_the_measured_step_on_a_second_seed(tmp_path,
                                                                            shared_data_dir):
     """Seed 1, step budget one eval past the measured step.
