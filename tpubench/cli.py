@@ -48,14 +48,19 @@ def _cmd_list(argv: list[str]) -> int:
     for name in registry.names():
         cls = registry.workload_class(name)
         print(f"{name}  (MLPerf: {cls.mlperf_name})")
-        for cfg_name in config_lib.config_names(name):
-            cfg = config_lib.load(name, cfg_name)
+        configs = {n: config_lib.load(name, n) for n in config_lib.config_names(name)}
+        width = max(len(n) for n in configs)  # columns aligned per workload
+        data_width = max(len(c.data.dataset) for c in configs.values())
+        for cfg_name, cfg in configs.items():
             kind = "MLPerf closed" if cfg.is_mlperf else "not MLPerf"
+            if cfg.eval.get("target_provisional", False):
+                kind += "; target provisional, not yet reached in a measured run"
             op = ">=" if cfg.eval.higher_is_better else "<="
             several = cfg.eval.get("target_values") or {}
             target = (" and ".join(f"{k} {op} {v}" for k, v in several.items()) if several
                       else f"{cfg.eval.target_metric} {op} {cfg.eval.target_value}")
-            print(f"  --config={cfg_name:<9} {cfg.data.dataset:<22} target {target}  [{kind}]")
+            print(f"  --config={cfg_name:<{width}} {cfg.data.dataset:<{data_width}} target {target}"
+                  f"  [{kind}]")
     return 0
 
 

@@ -92,6 +92,10 @@ def base_config() -> ml_collections.ConfigDict:
     c.eval.target_metric = "accuracy"
     c.eval.target_value = 1.0
     c.eval.higher_is_better = True
+    # True while no measured run of this config has shown that the target is reachable and
+    # meaningful (a mini under construction): `tpubench list`, the run's output and
+    # summary.json say so.
+    c.eval.target_provisional = False
 
     # How the run executes: harness settings, not the benchmark (closed division leaves them
     # free; `tpubench.division`).

@@ -221,6 +221,9 @@ def _run(ctx: RunContext, step: int) -> dict:
         log.start(constants.INIT_START)
         _log_header(log, ctx.workload, ctx.platform)
     remainders = cadence.remainder_sizes(step)
+    if c.eval.get("target_provisional", False):
+        _say(f"[{ctx.workload.name}/{c.config_name}] note: this config's target is provisional: "
+             "no measured run has reached it yet (the config's docstring says what was measured)")
     _say(f"[{ctx.workload.name}/{c.config_name}] init: mesh {dict(ctx.mesh.shape)}, "
          f"{c.run.parallelism}; compiling the train dispatch (K={cadence.steps_per_dispatch} steps"
          + (f"; and {len(remainders)} remainder size(s) {list(remainders)}" if remainders else "")
@@ -448,6 +451,7 @@ def _summarize(ctx: RunContext, progress: Progress, outcome: Outcome) -> dict:
         "error": outcome.error,
         "target": workload.target.value,
         "target_metric": workload.target.metric,
+        "target_provisional": bool(c.eval.get("target_provisional", False)),
         "final_quality": outcome.quality,
         "time_to_target_s": run_s if outcome.status == "success" else None,
         "run_time_s": run_s,
