@@ -82,7 +82,7 @@ def test_loss_at_init_is_log_of_the_sequence_length():
     w = _workload()
     params, state = jax.jit(lambda r: nn.unbox(w.init(r)))(jax.random.PRNGKey(0))
     batch = w.synthetic_batch(jax.random.PRNGKey(1), 8)
-    loss, (_, metrics) = w.loss(params, state, batch, jax.random.PRNGKey(2))
+    loss, (_, metrics) = jax.jit(w.loss)(params, state, batch, jax.random.PRNGKey(2))
     assert float(loss) == pytest.approx(math.log(64), abs=0.05)
     assert float(metrics["loss"]) == float(loss)
 
