@@ -57,7 +57,7 @@ def test_bert_mini_offline_quick_is_valid_with_a_throughput(tmp_path, capsys):
 
 def test_full_config_is_refused_because_squad_is_not_served(tmp_path, capsys):
     workload = registry.create(config_lib.load("bert", "full", {}))
-    with pytest.raises(UsageError, match="SQuAD fine-tuning is not implemented"):
+    with pytest.raises(UsageError, match="not served as bert-99"):
         inference_spec(workload)
     rc = cli.main(["bert", "--config=full", "--scenario=Offline", f"--workdir={tmp_path}"])
     assert rc == 2

@@ -36,7 +36,7 @@ CASES = {
                               "--scenario=Server only"),
     "negative expected qps": (OK + ["--expected-qps=-5"], "--expected-qps must be >= 0"),
     "bert full (SQuAD not served)": (["bert", "--config=full", "--scenario=Offline"],
-                                     "SQuAD fine-tuning is not implemented"),
+                                     "not served as bert-99"),
 }
 
 

@@ -13,11 +13,10 @@ v0.7 figures kept: Server p99 bound 130 ms; no MultiStream (v0.7 BERT runs Serve
 the datacenter, SingleStream and Offline at the edge); `performance_sample_count` 10,833 (the
 SQuAD v1.1 dev features; LoadGen caps it at the eval set's size).
 
-Not served: MLPerf's bert-99 task itself, BERT-large fine-tuned on SQuAD v1.1 at seq 384 and
-judged by F1 >= 89.965 (99% of 90.874). That needs a SQuAD fine-tuning workload (a span head,
-WordPiece features, the fine-tuned checkpoint, the F1 post-processing), which this suite does
-not have yet; the full config therefore refuses with a `UsageError` that says so, rather than
-serving masked-LM accuracy under the bert-99 name.
+MLPerf's bert-99 task itself (BERT-large fine-tuned on SQuAD v1.1, F1 >= 89.96526) is served by
+the `squad_*` configs (`workloads/bert/squad_inference.py`); the pre-training `full` config
+refuses with a `UsageError` that says so, rather than serving masked-LM accuracy under the
+bert-99 name.
 """
 
 from __future__ import annotations
@@ -38,10 +37,11 @@ UNUSED_SLOT = -1  # label of a prediction slot with weight 0: never counted
 
 SQUAD_NOT_IMPLEMENTED = (
     "MLPerf Inference v0.7 bert-99 is BERT-large fine-tuned on SQuAD v1.1 (seq 384, F1 >= "
-    "89.965). tpubench's BERT inference currently serves the masked-LM (pre-training) model on "
-    "its own eval set, and SQuAD fine-tuning is not implemented, so the {config!r} config "
-    "cannot be served as bert-99. Serve a small masked-LM config instead, e.g. "
-    "`tpubench infer bert --config=mini --scenario=Offline --workdir=DIR`."
+    "89.96526), not the masked-LM (pre-training) model of the {config!r} config, so that config "
+    "is not served as bert-99. Serve the SQuAD model instead: `tpubench infer bert "
+    "--config=squad_full --config.data.dir=DIR --params=RUN_DIR ...` (made by `tpubench run bert "
+    "--config=squad_full`), or a small masked-LM config, e.g. `tpubench infer bert --config=mini "
+    "--scenario=Offline --workdir=DIR`."
 )
 
 

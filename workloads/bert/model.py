@@ -229,3 +229,34 @@ class BertForPreTraining(nn.Module):
         output_bias = self.param("mlm_output_bias", _zeros(("vocab",)), (c.vocab_size,))
         mlm_logits = embeddings.attend(h.astype(c.dtype)) + output_bias.astype(c.dtype)
         return mlm_logits.astype(jnp.float32), nsp_logits.astype(jnp.float32)
+
+
+class BertForQuestionAnswering(nn.Module):
+    """BERT encoder + the SQuAD span head of Google's `run_squad.py` (`cls/squad`): one dense
+    layer from each token's final hidden state to (start, end) logits.
+
+    Returns (start_logits, end_logits), each [batch, length] float32. The encoder's params have
+    the names of `BertForPreTraining`'s (`embeddings`, `layer_<i>`), so a pre-training
+    checkpoint's encoder loads into it unchanged; the pooler and pre-training heads are absent
+    (the reference's SQuAD model does not use them).
+    """
+
+    config: BertConfig
+
+    @nn.compact
+    def __call__(
+        self, input_ids: jax.Array, input_mask: jax.Array, segment_ids: jax.Array,
+        train: bool = False,
+    ) -> tuple[jax.Array, jax.Array]:
+        c = self.config
+        deterministic = not train
+        x = Embeddings(c, name="embeddings")(input_ids, segment_ids, deterministic)
+        bias = (1.0 - input_mask[:, None, None, :].astype(jnp.float32)) * -10000.0
+        bias = bias.astype(c.dtype)
+        for i in range(c.num_hidden_layers):
+            x = EncoderLayer(c, name=f"layer_{i}")(x, bias, deterministic)
+        logits = nn.Dense(
+            2, dtype=c.dtype, name="qa_outputs",
+            kernel_init=_kernel_init(c, ("embed", None)), bias_init=_zeros((None,)),
+        )(x).astype(jnp.float32)
+        return logits[..., 0], logits[..., 1]

@@ -88,6 +88,18 @@ def name_map(config: BertConfig) -> dict[str, tuple[FlaxPath, Transform]]:
     return m
 
 
+def squad_name_map(config: BertConfig, with_head: bool) -> dict[str, tuple[FlaxPath, Transform]]:
+    """TF1 names -> Flax paths of `BertForQuestionAnswering`: the encoder of `name_map` and,
+    when `with_head` (a SQuAD fine-tuned checkpoint), `run_squad.py`'s `cls/squad` head, whose
+    `output_weights` are [2, hidden] (used transposed, as `nsp`)."""
+    m = {k: v for k, v in name_map(config).items()
+         if v[0][0] == "embeddings" or v[0][0].startswith("layer_")}
+    if with_head:
+        m["cls/squad/output_weights"] = (("qa_outputs", "kernel"), np.transpose)
+        m["cls/squad/output_bias"] = (("qa_outputs", "bias"), lambda x: x)
+    return m
+
+
 def read_bert_config(path: str | os.PathLike) -> dict:
     """The fields of a TF `bert_config.json`."""
     path = pathlib.Path(path)
@@ -115,17 +127,19 @@ def checkpoint_exists(prefix: str | os.PathLike) -> bool:
     return pathlib.Path(f"{os.fspath(prefix)}.index").is_file()
 
 
-def load_params(prefix: str | os.PathLike, config: BertConfig) -> dict:
+def load_params(prefix: str | os.PathLike, config: BertConfig,
+                mapping: dict[str, tuple[FlaxPath, Transform]] | None = None) -> dict:
     """The Flax params (nested dict of float32 numpy arrays) stored in a TF BERT checkpoint.
 
     Every param of the model must be in the checkpoint with the expected shape; anything else in
-    the file (optimizer slots, global_step) is ignored.
+    the file (optimizer slots, global_step) is ignored. `mapping` (default `name_map`) says
+    which variables to read and where they go.
     """
     import tensorflow as tf  # the `tfds` extra; only needed when starting from a checkpoint
 
     reader = tf.train.load_checkpoint(os.fspath(prefix))
     stored = reader.get_variable_to_shape_map()
-    mapping = name_map(config)
+    mapping = name_map(config) if mapping is None else mapping
     missing = sorted(n for n in mapping if n not in stored)
     if missing:
         raise UsageError(

@@ -129,6 +129,16 @@ class BertWorkload(Workload):
     mlperf_name = "bert"
     data_sources = DATA_SOURCES
 
+    def __new__(cls, config: Any = None, *args: Any, **kwargs: Any) -> BertWorkload:
+        """`model.task = "squad"` (the `squad_*` configs) makes the SQuAD fine-tuning workload
+        (`workloads.bert.squad_workload`); the default task is pre-training."""
+        if cls is BertWorkload and config is not None and (
+                config.model.get("task", "pretraining") == "squad"):
+            from workloads.bert.squad_workload import BertSquadWorkload
+
+            cls = BertSquadWorkload
+        return super().__new__(cls)
+
     # ---- model -----------------------------------------------------------------------------
     @functools.cached_property
     def bert_config(self) -> BertConfig:
