@@ -184,3 +184,36 @@ def test_batch_that_cannot_fit_one_v5e_chip_exits_one(capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert "DOES NOT FIT" in out
+
+
+@needs_libtpu
+def test_every_mlperf_config_builds_its_optimizer_on_compile_only_devices():
+    """`fit` builds the optimizer under a mesh of compile-only TPU devices, where nothing can be
+    computed eagerly: a schedule must not make device arrays when it is built (it was found by
+    `tpubench fit ssd --config=full --topology=v4:2x2x1`, which crashed after its 37-minute
+    compile with "'Executable' object has no attribute 'local_devices'"). Each optimizer is
+    built and traced once (init and one update on abstract params) for every MLPerf config.
+    Bites: SSD's and Mask R-CNN's schedules with their boundaries as `jnp.asarray` (tried:
+    the ssd and maskrcnn configs fail)."""
+    import jax
+    import optax
+
+    from tpubench import registry, steps, topology
+
+    devices = topology.parse("v4:2x2x1").devices()
+    failures = {}
+    for name in registry.names():
+        for cfg_name in config_lib.config_names(name):
+            cfg = config_lib.load(name, cfg_name)
+            if not cfg.is_mlperf:  # the configs fit is for (each schedule code path is in one)
+                continue
+            workload = registry.create(cfg)
+            params = steps.abstract_state(workload).params  # outside the mesh, as fit's
+            try:
+                with jax.set_mesh(jax.sharding.Mesh(devices[:1], ("data",))):
+                    tx = workload.optimizer()
+                    jax.eval_shape(lambda p, tx=tx: optax.apply_updates(
+                        p, tx.update(p, tx.init(p), p)[0]), params)
+            except Exception as e:  # noqa: BLE001 - collect every config's failure
+                failures[f"{name}/{cfg_name}"] = f"{type(e).__name__}: {e}"[:200]
+    assert not failures, failures

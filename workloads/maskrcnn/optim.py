@@ -17,6 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import ml_collections
+import numpy as np
 import optax
 
 FROZEN, BIAS, WEIGHT = "frozen", "bias", "weight"
@@ -27,7 +28,9 @@ def schedule(config: ml_collections.ConfigDict) -> optax.Schedule:
     base = float(config.optimizer.learning_rate)
     s = config.schedule
     iters, factor = int(s.warmup_steps), float(s.warmup_factor)
-    milestones = jnp.asarray(list(s.decay_steps) or [2 ** 30], jnp.int32)
+    # numpy, not jnp: built when the optimizer is, which `tpubench fit` does on compile-only
+    # devices where no array can be computed; it becomes a constant when lr is traced.
+    milestones = np.asarray(list(s.decay_steps) or [2 ** 30], np.int32)
     gamma = float(s.decay_factor)
 
     def lr(step):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import ml_collections
+import numpy as np
 import optax
 
 
@@ -24,7 +25,9 @@ def schedule(config: ml_collections.ConfigDict) -> optax.Schedule:
     s = config.schedule
     wb = int(s.warmup_steps)
     factor = 2.0 ** float(s.warmup_factor)
-    boundaries = jnp.asarray(list(s.decay_steps) or [0], jnp.int32)
+    # numpy, not jnp: built when the optimizer is, which `tpubench fit` does on compile-only
+    # devices where no array can be computed; it becomes a constant when lr is traced.
+    boundaries = np.asarray(list(s.decay_steps) or [0], np.int32)
     decay = float(s.decay_factor)
 
     def lr(step):
