@@ -39,6 +39,8 @@ def get_config() -> ml_collections.ConfigDict:
         "sample_rate": 8000, "n_fft": 256, "features": 40,
         # 4 clips of <= 6,000 samples: <= 300 frames of 10 ms -> 100 spliced frames
         "max_frames": 100, "max_label_len": 24,  # "three seven seven seven": 23 characters
+        # inference length buckets: max_frames / 5 steps, as full.py (eval lengths: 16-74)
+        "frame_buckets": (20, 40, 60, 80, 100),
     })
     c.model.update({"encoder_hidden": 128, "encoder_pre_layers": 1, "encoder_post_layers": 1,
                     "pred_hidden": 64, "pred_layers": 1, "joint_hidden": 128, "dropout": 0.1,
