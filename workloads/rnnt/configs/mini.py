@@ -9,7 +9,8 @@ NOT an MLPerf result.
         --mode=accuracy --batch-sizes=50 --workdir=OUT
 
 Served in frame buckets (`data.frame_buckets`, docs/inference.md "RNN-T"): the 200 eval
-utterances (16-74 frames) cost 9,100 frames instead of 20,000 in one bucket of 100, with the
+utterances (16-74 frames) are padded to 9,100 frames in all instead of 20,000 in one bucket of
+100 (with --batch-sizes=50, the batches run cover 17,000 row-frames instead of 20,000), with the
 same 200 responses (measured on a 300-step checkpoint, `tpubench infer` Offline accuracy).
 
 Baselines on the same eval set (benchmarks/rnnt_baselines.py): empty output WER 1.0000, the
