@@ -1,10 +1,11 @@
 """Running one LoadGen test (any scenario, either mode) and the Server QPS search.
 
 `Engine` is everything prepared before a run and reused across runs: the samples on the host,
-the parameters, and one compiled executable per batch bucket with its measured latency (the
-untimed warm-up). `run` builds the explicit settings, runs LoadGen in the output directory,
-and returns (and writes) the summary: LoadGen's validity and reasons, throughput, latency
-percentiles and, in accuracy mode, the metric decoded from `mlperf_log_accuracy.json`.
+the parameters, and one compiled executable per batch bucket (and length bucket, when the spec
+has `length_buckets`) with its measured latency (the untimed warm-up). `run` builds the
+explicit settings, runs LoadGen in the output directory, and returns (and writes) the
+summary: LoadGen's validity and reasons, throughput, latency percentiles and, in accuracy mode,
+the metric decoded from `mlperf_log_accuracy.json`.
 """
 
 from __future__ import annotations
@@ -57,11 +58,14 @@ class Engine:
         model_state: PyTree,
         batch_sizes: Sequence[int] = DEFAULT_BATCH_SIZES,
         info: dict[str, Any] | None = None,
+        length_buckets: Sequence[int] | None = None,
     ) -> Engine:
-        """Load the samples, compile every bucket and time it. All of this is untimed."""
+        """Load the samples, compile every bucket and time it. All of this is untimed.
+        `length_buckets`: the spec's unless given (`()`: one length, the inputs' own)."""
         t0 = time.perf_counter()
         samples = spec.load_samples()
-        qsl = QuerySampleLibrary(samples, spec.performance_sample_count)
+        lengths = spec.length_buckets if length_buckets is None else tuple(length_buckets)
+        qsl = QuerySampleLibrary(samples, spec.performance_sample_count, lengths)
         largest = int(samples.sample_rows(range(samples.count)).max())
         if largest > max(batch_sizes):
             raise UsageError(f"The largest {spec.mlperf_name} sample has {largest} rows, more "
@@ -72,6 +76,11 @@ class Engine:
         out = jax.eval_shape(spec.apply, params, model_state, qsl.example_batch(1))
         info = dict(info or {})
         info.update(load_samples_s=round(t1 - t0, 3), compile_s=round(time.perf_counter() - t1, 3))
+        if qsl.padded_lengths is not None:
+            # padded positions summed over the samples: the compute the buckets save
+            info["length_buckets"] = {"buckets": sorted(set(int(n) for n in lengths)),
+                                      "compiled": qsl.lengths_used(),
+                                      "padded_positions": qsl.padded_positions()}
         response = jax.ShapeDtypeStruct(out.shape[1:], out.dtype)
         return cls(spec, params, model_state, qsl, buckets, response, info)
 
@@ -79,8 +88,20 @@ class Engine:
         """Samples/s of back-to-back batches of `max_batch` (default: the largest bucket), from
         the fastest warm-up run."""
         b = max_batch or max(self.buckets)
-        bucket = self.buckets[b]
-        return b / (bucket.best_latency_s or bucket.latency_s) / self.mean_sample_rows()
+        return b / self._mean_best_latency_s(self.buckets[b]) / self.mean_sample_rows()
+
+    def _mean_best_latency_s(self, bucket: Bucket) -> float:
+        """The bucket's fastest warm-up latency; with length buckets, its mean over the
+        samples, each at the length it is served at (a batch is one length)."""
+        def best(k: Bucket) -> float:
+            return k.best_latency_s or k.latency_s
+
+        padded = self.qsl.padded_lengths
+        if padded is None or not bucket.lengths:
+            return best(bucket)
+        used, counts = np.unique(padded, return_counts=True)
+        return float(sum(c * best(bucket.at(int(n))) for n, c in zip(used, counts, strict=True))
+                     / counts.sum())
 
     def mean_sample_rows(self) -> float:
         """Rows per sample on average (1 unless samples are variable-size; buckets count
@@ -99,8 +120,7 @@ class Engine:
         under-estimate only makes it longer."""
         batch = int(np.ceil(batch * self.mean_sample_rows()))
         size = next((s for s in sorted(self.buckets) if s >= batch), max(self.buckets))
-        bucket = self.buckets[size]
-        return (bucket.best_latency_s or bucket.latency_s) * 1e3
+        return self._mean_best_latency_s(self.buckets[size]) * 1e3
 
     def default_settings(
         self, scenario: Scenario, mode: Mode, profile: str, expected_qps: float = 0.0,
@@ -175,6 +195,7 @@ class Engine:
         ) as sut, CompileCounter() as compiles:
             lg.StartTestWithLogSettings(sut.handle, qsl.handle, test_settings, log_settings)
             batches_run = dict(sut.batches_run)
+            by_length = dict(sut.batches_by_length)
         wall_s = time.perf_counter() - t0
         if sut.error is not None:
             raise RuntimeError(f"the SUT failed during the run: {sut.error!r}") from sut.error
@@ -211,6 +232,11 @@ class Engine:
             "bucket_latency_ms": {
                 str(b): round(k.latency_s * 1e3, 4) for b, k in sorted(self.buckets.items())
             },
+            # length bucket -> batch size -> batches run (a batch never mixes lengths)
+            **({"batches_by_length": {
+                str(n): {str(b): c for (m, b), c in sorted(by_length.items()) if m == n}
+                for n in sorted({m for m, _ in by_length})}}
+               if self.qsl.padded_lengths is not None else {}),
             "devices": f"{jax.device_count()}x{jax.devices()[0].platform}",
             # XLA compiles while LoadGen ran (must be 0: every bucket is compiled before).
             "compiles_during_test": compiles.count,

@@ -32,11 +32,19 @@ class Samples:
     leading dimension of `inputs` and `labels` indexes rows, and sample i is rows
     [row_splits[i], row_splits[i+1]) (a DLRM query sample: one user's user-item pairs). Batch
     buckets then count rows, `apply` maps rows to rows, and a sample's response is its rows.
+
+    Variable-length samples (`lengths` given, [count] ints): the inputs named in
+    `length_inputs` (keys of the `inputs` dict) are padded along axis 1, and sample i's valid
+    part is its first `lengths[i]` positions (an RNN-T utterance's feature frames). With the
+    spec's `length_buckets`, a batch is cut to the smallest bucket that holds its samples
+    (`tpubench.infer.qsl`), so `apply` must not depend on positions past a sample's length.
     """
 
     inputs: PyTree
     labels: np.ndarray
     row_splits: np.ndarray | None = None
+    lengths: np.ndarray | None = None
+    length_inputs: tuple[str, ...] = ()
 
     @property
     def count(self) -> int:
@@ -77,6 +85,10 @@ class InferenceSpec:
         (e.g. ssd-mobilenet is an edge benchmark: no Server; 3d-unet: Offline only).
       batch_sizes: the batch buckets compiled when the user names none (None: the harness's
         default); for variable-size samples they count rows and must hold the largest sample.
+      length_buckets: lengths (axis 1 of `Samples.length_inputs`) compiled for every batch
+        size; each sample is served at the smallest one >= its `Samples.lengths` entry and a
+        batch never mixes lengths (empty: one length, the inputs' own). Only lengths that some
+        sample needs are compiled.
       benchmark_model_and_data: True only when the config serves the MLPerf benchmark's own
         model on its own dataset (e.g. ResNet-50 v1.5 on ImageNet); anything else (a mini) is
         labelled "NOT AN MLPERF RESULT" whatever the profile (`tpubench.infer.labels`).
@@ -98,6 +110,7 @@ class InferenceSpec:
     measure_reference: Callable[[PyTree, PyTree], float] | None = None
     benchmark_model_and_data: bool = False
     batch_sizes: tuple[int, ...] | None = None
+    length_buckets: tuple[int, ...] = ()
     scenarios: tuple[str, ...] = ()
 
     @property

@@ -10,8 +10,14 @@ Three threads meet here:
     referenced until that call returns.
 Variable-size samples (`Samples.row_splits`, e.g. a DLRM user's pairs): a batch takes whole
 samples up to `max_batch` ROWS, buckets count rows, and each sample's response is its rows.
+Length buckets (`InferenceSpec.length_buckets`, e.g. RNN-T feature frames): pending samples
+are queued per length bucket and a batch never mixes lengths: the dispatcher serves the queue
+whose head is the oldest sample (so the oldest sample is always in the next batch, as without
+buckets) with as many samples of that length as fit. Mixing lengths (padding a batch to its
+longest sample's bucket) would let one long sample make every sample of its batch pay for the
+longest length, which in an Offline query of mixed lengths is nearly every batch.
 Nothing is compiled during the run: `compile_buckets` builds one executable per batch size
-ahead of time, and an executable cannot recompile.
+(and per used length) ahead of time, and an executable cannot recompile.
 """
 
 from __future__ import annotations
@@ -37,12 +43,22 @@ _STOP = object()
 @dataclasses.dataclass(frozen=True)
 class Bucket:
     """One compiled batch size, with its measured warm latency (seconds): the median of a few
-    runs (what batching decisions use) and the fastest (what throughput estimates use)."""
+    runs (what batching decisions use) and the fastest (what throughput estimates use).
+
+    With length buckets, this is the batch size at its LONGEST used length (so the latency is
+    the worst case, which Server batching needs), and `lengths` maps every used length to its
+    own compiled `Bucket` (this one included); `at(length)` picks one."""
 
     batch_size: int
     executable: Any
     latency_s: float
     best_latency_s: float = 0.0
+    length: int = 0
+    lengths: dict[int, Bucket] = dataclasses.field(default_factory=dict)
+
+    def at(self, length: int) -> Bucket:
+        """The bucket of this batch size at `length` (itself without length buckets)."""
+        return self.lengths[length] if length else self
 
 
 def compile_buckets(
@@ -53,21 +69,28 @@ def compile_buckets(
     batch_sizes: Sequence[int],
     timing_repeats: int = 5,
 ) -> dict[int, Bucket]:
-    """AOT-compile `apply` for each batch size and time it on real samples (untimed warm-up).
+    """AOT-compile `apply` for each batch size (and each length bucket some sample uses) and
+    time it on real samples (untimed warm-up).
 
     The timing covers what the SUT does per batch: host gather, transfer, compute, copy back.
     """
     buckets = {}
     for b in sorted(set(int(b) for b in batch_sizes)):
-        exe = jax.jit(apply).lower(params, model_state, qsl.example_batch(b)).compile()
-        indices = qsl.leading_samples(b)
-        times = []
-        for _ in range(timing_repeats + 1):
-            t0 = time.perf_counter()
-            batch = qsl.gather(indices, b)
-            np.asarray(jax.block_until_ready(exe(params, model_state, batch)))
-            times.append(time.perf_counter() - t0)
-        buckets[b] = Bucket(b, exe, float(np.median(times[1:])), float(min(times[1:])))
+        per_length = {}
+        for length in qsl.lengths_used() or [0]:
+            exe = jax.jit(apply).lower(params, model_state,
+                                       qsl.example_batch(b, length)).compile()
+            indices = qsl.leading_samples(b, length)
+            times = []
+            for _ in range(timing_repeats + 1):
+                t0 = time.perf_counter()
+                batch = qsl.gather(indices, b, length)
+                np.asarray(jax.block_until_ready(exe(params, model_state, batch)))
+                times.append(time.perf_counter() - t0)
+            per_length[length] = Bucket(b, exe, float(np.median(times[1:])),
+                                        float(min(times[1:])), length)
+        longest = per_length[max(per_length)]
+        buckets[b] = dataclasses.replace(longest, lengths=per_length if longest.length else {})
     return buckets
 
 
@@ -92,12 +115,17 @@ class BatchingSUT:
         self._rows = qsl.samples.sample_rows  # rows per sample (1 unless variable-size)
         self._variable = qsl.samples.row_splits is not None
         self._row_counts = self._rows(range(qsl.total_count)).tolist() if self._variable else []
+        # the length bucket each sample is served at (all 0 without length buckets)
+        padded = qsl.padded_lengths
+        self._length = [0] * qsl.total_count if padded is None else padded.tolist()
         self.max_wait_s = float(max_wait_s)
-        self._pending: collections.deque = collections.deque()  # (id, index, arrival_s)
+        # length bucket -> pending (id, index, arrival_s), oldest first
+        self._pending: dict[int, collections.deque] = collections.defaultdict(collections.deque)
         self._cond = threading.Condition()
         self._stopping = False
         self._done: queue.Queue = queue.Queue(maxsize=max_in_flight)
-        self.batches_run: collections.Counter = collections.Counter()
+        self.batches_run: collections.Counter = collections.Counter()  # batch size -> count
+        self.batches_by_length: collections.Counter = collections.Counter()  # (length, size)
         self.samples_completed = 0
         self.handle = None
         self._threads: list[threading.Thread] = []
@@ -108,7 +136,8 @@ class BatchingSUT:
         """LoadGen issue thread: enqueue and return at once."""
         now = time.perf_counter()
         with self._cond:
-            self._pending.extend((q.id, q.index, now) for q in query_samples)
+            for q in query_samples:
+                self._pending[self._length[q.index]].append((q.id, q.index, now))
             self._cond.notify()
 
     def flush_queries(self) -> None:
@@ -143,47 +172,56 @@ class BatchingSUT:
         lg.QuerySamplesComplete([lg.QuerySampleResponse(q, 0, 0) for q in ids])
 
     # ---- the two worker threads --------------------------------------------------------------
-    def _take_batch(self) -> list[tuple[int, int, float]] | None:
+    def _take_batch(self) -> tuple[int, list[tuple[int, int, float]]] | None:
+        """(length bucket, items) of the next batch: from the queue whose head is the oldest
+        pending sample (ties: the shorter length), or None when stopping with nothing left."""
         with self._cond:
             while True:
-                if self._pending:
-                    waited = time.perf_counter() - self._pending[0][2]
-                    n, full = self._fitting()
+                queues = [(q[0][2], length) for length, q in self._pending.items() if q]
+                if queues:
+                    arrival, length = min(queues)
+                    pending = self._pending[length]
+                    waited = time.perf_counter() - arrival
+                    n, full = self._fitting(pending)
                     if full or waited >= self.max_wait_s:
-                        return [self._pending.popleft() for _ in range(n)]
+                        return length, [pending.popleft() for _ in range(n)]
                     self._cond.wait(self.max_wait_s - waited)
                 elif self._stopping:
                     return None
                 else:
                     self._cond.wait()
 
-    def _fitting(self) -> tuple[int, bool]:
-        """(n, full): the next batch is the n oldest pending samples, and it is full (waiting
-        cannot add to it): `max_batch` samples, or for variable-size samples as many as fit in
-        `max_batch` rows (at least one sample, which always fits a bucket: `Engine.prepare`)."""
+    def _fitting(self, pending: collections.deque) -> tuple[int, bool]:
+        """(n, full): the next batch is the n oldest samples of `pending` (one length bucket),
+        and it is full (waiting cannot add to it): `max_batch` samples, or for variable-size
+        samples as many as fit in `max_batch` rows (at least one sample, which always fits a
+        bucket: `Engine.prepare`)."""
         if not self._variable:
-            return min(self.max_batch, len(self._pending)), len(self._pending) >= self.max_batch
+            return min(self.max_batch, len(pending)), len(pending) >= self.max_batch
         total = 0
-        for n, item in enumerate(self._pending):
+        for n, item in enumerate(pending):
             total += self._row_counts[item[1]]
             if total >= self.max_batch:
                 return (n + 1, True) if total == self.max_batch or n == 0 else (n, True)
-        return len(self._pending), False
+        return len(pending), False
 
     def _dispatch_loop(self) -> None:
-        while (items := self._take_batch()) is not None:
+        while (taken := self._take_batch()) is not None:
+            length, items = taken
             ids = [q for q, _, _ in items]
             indices = [i for _, i, _ in items]
             rows = self._rows(indices) if self._variable else None
             try:
                 need = int(rows.sum()) if rows is not None else len(ids)
                 size = next(s for s in self.sizes if s >= need)
-                batch = self.qsl.gather(indices, size)
-                outputs = self.buckets[size].executable(self.params, self.model_state, batch)
+                batch = self.qsl.gather(indices, size, length)
+                outputs = self.buckets[size].at(length).executable(
+                    self.params, self.model_state, batch)
             except Exception as e:
                 self._fail(ids, e)
                 continue
             self.batches_run[size] += 1
+            self.batches_by_length[(length, size)] += 1
             self._done.put((ids, rows, outputs))
         self._done.put(_STOP)
 

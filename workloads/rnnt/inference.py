@@ -8,11 +8,16 @@ i.e. WER <= 8.3777%; `performance_sample_count` 2513 (the whole filtered dev-cle
 harness compares "higher is better" qualities, hence 1 - WER; the summary's `accuracy` is
 therefore 1 - WER (WER = 1 - accuracy).
 
-Static shapes: every sample is padded to the config's `data.max_frames` (one length bucket, the
-longest utterance the config admits), and the harness compiles one executable per batch size
-before LoadGen starts, so nothing compiles during a test. The response row is
-[max_output_len] int32 ids, -1 past the transcript. A small config (the mini) is judged against
-99% of its own training eval's word accuracy on the same parameters.
+Static shapes, length buckets: a sample's features are served at the smallest of the config's
+`data.frame_buckets` (spliced feature frames, ascending, the last = `data.max_frames`) that
+holds it, and the harness compiles one executable per (batch size, used frame bucket) before
+LoadGen starts, so nothing compiles during a test; a batch never mixes buckets
+(`tpubench.infer.sut`). The transcript does not depend on the padding: the encoder LSTMs run
+forward in time (frames past a sample's length never reach its valid outputs) and the greedy
+decoder does nothing at frames past the encoder length (`decode.py`), so a bucketed run answers
+what the single-bucket run (`--config.data.frame_buckets='(MAX_FRAMES,)'`) answers. The
+response row is [max_output_len] int32 ids, -1 past the transcript. A small config (the mini)
+is judged against 99% of its own training eval's word accuracy on the same parameters.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from tpubench.errors import UsageError
 from tpubench.infer.spec import InferenceSpec, Samples, eval_batches, training_eval_quality
 from workloads.rnnt import text
 
@@ -39,8 +45,26 @@ def load_eval_samples(workload: Any) -> Samples:
         n = np.asarray(batch["label_lens"])[keep]
         ids = np.where(np.arange(ids.shape[1])[None, :] < n[:, None], ids, -1)
         labels.append(ids.astype(np.int32))
-    return Samples({"features": np.concatenate(feats), "feature_lens": np.concatenate(lens)},
-                   np.concatenate(labels))
+    lens = np.concatenate(lens)
+    return Samples({"features": np.concatenate(feats), "feature_lens": lens},
+                   np.concatenate(labels), lengths=lens, length_inputs=("features",))
+
+
+def frame_buckets(config: Any) -> tuple[int, ...]:
+    """`data.frame_buckets`, checked before any compute: ascending integers >= 1, the last
+    equal to `data.max_frames` (so that every sample the config admits has a bucket)."""
+    buckets = tuple(config.data.get("frame_buckets", ()) or ())
+    max_frames = int(config.data.max_frames)
+    fix = (f"pass ascending frame counts ending at data.max_frames={max_frames}, e.g. "
+           f"--config.data.frame_buckets='({max_frames // 2}, {max_frames})', or "
+           f"'({max_frames},)' for one bucket")
+    if not buckets:
+        return (max_frames,)
+    if (not all(isinstance(b, int) and not isinstance(b, bool) for b in buckets)
+            or list(buckets) != sorted(set(buckets)) or buckets[0] < 1
+            or buckets[-1] != max_frames):
+        raise UsageError(f"--config.data.frame_buckets={buckets!r} is not valid: {fix}.")
+    return buckets
 
 
 def word_accuracy(outputs: np.ndarray, labels: np.ndarray) -> float:
@@ -57,6 +81,7 @@ def rnnt_inference_spec(workload: Any) -> InferenceSpec:
         return ids
 
     full = workload.config.data.source == "tfds"
+    buckets = frame_buckets(workload.config)
     return InferenceSpec(
         mlperf_name="rnnt",
         load_samples=lambda: load_eval_samples(workload),
@@ -67,6 +92,7 @@ def rnnt_inference_spec(workload: Any) -> InferenceSpec:
         quality_fraction=0.99,
         quality_metric="word_accuracy (1 - WER)",
         performance_sample_count=2513,
+        length_buckets=buckets,
         benchmark_model_and_data=full,
         measure_reference=None if full else (
             lambda p, s: 1.0 - training_eval_quality(workload, p, s)),

@@ -10,6 +10,16 @@ accuracy, ../shared/docs/WORKLOADS.md).
 
     tpubench infer rnnt --config=full --config.data.dir=TFDS_DIR --params=CONVERTED_CKPT
 
+Inference length buckets (`data.frame_buckets`, `tpubench.infer`): 100, 200, 300, 400, 500
+spliced frames = 3, 6, 9, 12, 15 s, equal steps over the 0-15 s range the reference's filter
+admits (a spliced frame is 30 ms: ceil(ceil(samples / 160) / 3) frames). Chosen without the
+length distribution of dev-clean (no LibriSpeech on this machine): equal steps bound the
+padding of every sample below 100 frames (3 s) whatever the distribution, at 5 lengths x the
+batch sizes to compile; only lengths that some sample needs are compiled. A run's
+`summary.json` reports `length_buckets.padded_positions` (frames padded in total, bucketed and
+not): rerun with other buckets once dev-clean is at hand. The same rule (max_frames / 5 steps)
+gives the mini's (20, 40, 60, 80, 100).
+
 The inference benchmark has no training reference: training hyperparameters here (Adam, the
 reference's dropout 0.32) only make `tpubench fit` / a training run possible, not an MLPerf
 result. Measured here: the parameter count (45,323,037, tests/test_rnnt.py, jax.eval_shape);
@@ -46,6 +56,8 @@ def get_config() -> ml_collections.ConfigDict:
         "features": 80, "frame_splicing": 3, "dither": 0.00001,
         # 15 s = 1,500 frames of 10 ms -> 500 spliced frames
         "max_frames": 500, "max_label_len": 384,
+        # inference length buckets (spliced frames): see the module docstring
+        "frame_buckets": (100, 200, 300, 400, 500),
     })
     c.data.global_batch_size = 64
     c.data.train_samples = 281_241  # LibriSpeech 960 h train utterances

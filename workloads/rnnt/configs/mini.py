@@ -8,6 +8,11 @@ NOT an MLPerf result.
     tpubench infer rnnt --config=mini --config.data.dir=DIR --params=RUN --scenario=Offline \\
         --mode=accuracy --batch-sizes=50 --workdir=OUT
 
+Served in frame buckets (`data.frame_buckets`, docs/inference.md "RNN-T"): the 200 eval
+utterances (16-74 frames) are padded to 9,100 frames in all instead of 20,000 in one bucket of
+100 (with --batch-sizes=50, the batches run cover 17,000 row-frames instead of 20,000), with the
+same 200 responses (measured on a 300-step checkpoint, `tpubench infer` Offline accuracy).
+
 Baselines on the same eval set (benchmarks/rnnt_baselines.py): empty output WER 1.0000, the
 most frequent training transcript ("three five") 0.8889, the best constant guess ("two two")
 0.8819.
@@ -39,6 +44,8 @@ def get_config() -> ml_collections.ConfigDict:
         "sample_rate": 8000, "n_fft": 256, "features": 40,
         # 4 clips of <= 6,000 samples: <= 300 frames of 10 ms -> 100 spliced frames
         "max_frames": 100, "max_label_len": 24,  # "three seven seven seven": 23 characters
+        # inference length buckets: max_frames / 5 steps, as full.py (eval lengths: 16-74)
+        "frame_buckets": (20, 40, 60, 80, 100),
     })
     c.model.update({"encoder_hidden": 128, "encoder_pre_layers": 1, "encoder_post_layers": 1,
                     "pred_hidden": 64, "pred_layers": 1, "joint_hidden": 128, "dropout": 0.1,
