@@ -36,5 +36,10 @@ def get_config() -> ml_collections.ConfigDict:
         "scales": (60, 105, 150, 195, 240, 285, 300),
         "aspect_ratios": ((2,), (2, 3), (2, 3), (2, 3), (2, 3), (2, 3))})
     c.eval.batch_size = 64
+    # The v0.7 reference's ssd_mobilenet_v1_coco_2018_01_28 frozen graph (.pb, or .npz of its
+    # constants): backbone_checkpoint loads the backbone and extra blocks, checkpoint the
+    # whole model (its heads do not fit this config's: workloads/ssd/convert_mobilenet.py).
+    c.model.checkpoint = ""
+    c.model.depthwise_impl = "conv"  # grouped convs (the minis: "shifts", for XLA:CPU)
     c.model.dtype = "float32"
     return c
