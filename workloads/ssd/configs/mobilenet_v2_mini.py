@@ -24,4 +24,6 @@ def get_config() -> ml_collections.ConfigDict:
     c.model.stem_stride = 1  # 64x64 canvases: taps at 8x8 and 4x4, as the ResNet mini's maps
     c.model.head_kernel = 3
     c.model.extras = ((32, 64, 2, -1), (32, 64, 2, -1))
+    c.model.depthwise_impl = "shifts"  # XLA:CPU: grouped convs are slow (mobilenet.DepthwiseShifts)
+    c.model.checkpoint = ""  # as configs/mobilenet_v1.py (workloads/ssd/convert_mobilenet.py)
     return c
