@@ -56,10 +56,11 @@ def _conv_init():
 class DepthwiseShifts(nn.Module):
     """A depthwise conv (SAME padding, no bias) as k*k shifted multiply-adds: the same kernel
     ([k, k, 1, C], same init and name as nn.Conv's) and function as `nn.Conv(...,
-    feature_group_count=C)` up to float rounding. XLA:CPU lowers grouped convs slowly: one
-    3x3 depthwise layer of the v2 mini (batch 32, 64x64x48), forward + backward, took 7.9 s
-    as a grouped conv and 1.5 s as shifts (same process, the loaded 2-core machine); the minis
-    use this, the full configs the grouped conv."""
+    feature_group_count=C)` up to float rounding (tests/test_ssd_mobilenet.py). XLA:CPU
+    lowers grouped convs slowly: one 3x3 depthwise layer of the v2 mini (batch 32, 64x64x48),
+    forward + backward, ran about 5x longer as a grouped conv than as shifts (timed in one
+    process on a loaded 2-core machine: a ratio, not a speed); the minis use this, the full
+    configs the grouped conv."""
 
     kernel: int = 3
     strides: int = 1
