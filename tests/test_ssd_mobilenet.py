@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import linen as nn
 
 from tpubench import config as config_lib
 from tpubench import registry, steps
@@ -71,3 +72,28 @@ def test_unknown_backbone_is_refused():
                                         {"data.source": "synthetic", "model.backbone": "vgg"}))
     with pytest.raises(ValueError, match="unknown backbone 'vgg'"):
         w.check_shapes()
+
+
+@pytest.mark.parametrize("size, stride", [(9, 1), (8, 2)])
+def test_depthwise_shifts_equal_the_grouped_conv(size, stride):
+    """`DepthwiseShifts` (the minis' depthwise conv on XLA:CPU) against Flax's grouped
+    `nn.Conv` with the same kernel: same params tree, outputs and input gradients equal to
+    float32 rounding, at odd and even sizes and stride 2 (SAME's extra pad at the end).
+    Bites: padding split evenly at stride 2 on size 8 (XLA pads 0 before, 1 after: output
+    shifted by one pixel)."""
+    x = jax.random.normal(jax.random.key(1), (2, size, size, 5))
+    conv = nn.Conv(5, (3, 3), (stride, stride), padding="SAME", feature_group_count=5,
+                   use_bias=False)
+    shifts = mobilenet.DepthwiseShifts(3, stride)
+    v = conv.init(jax.random.key(0), x)
+    assert jax.tree.map(jnp.shape, nn.unbox(shifts.init(jax.random.key(0), x))) == \
+        jax.tree.map(jnp.shape, v)
+    def f(m):
+        return jax.value_and_grad(lambda x: jnp.sum(jnp.sin(m.apply(v, x))))(x)
+
+    (a, ga), (b, gb) = f(conv), f(shifts)
+    np.testing.assert_allclose(a, b, rtol=1e-5)
+    np.testing.assert_allclose(ga, gb, rtol=1e-5, atol=1e-6)
+    out = shifts.apply(v, x)
+    np.testing.assert_allclose(out, conv.apply(v, x), rtol=1e-5, atol=1e-6)
+    assert out.shape[1] == -(-size // stride)

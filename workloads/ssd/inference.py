@@ -11,7 +11,11 @@ Which benchmark a config is modelled on follows its backbone (`model.backbone`):
 v0.7 figures (MLPerf Inference v0.7 rules, benchmark table; the reference README,
 mlcommons/inference vision/classification_and_detection, "Supported Models"): ssd-resnet34
 Server p99 100 ms, MultiStream 66 ms per query, performance_sample_count 64, FP32 mAP 0.20;
-ssd-mobilenet MultiStream 50 ms, performance_sample_count 256, FP32 mAP 0.23.
+ssd-mobilenet MultiStream 50 ms, performance_sample_count 256. ssd-mobilenet's quality bar
+is 99% of mAP 0.22 (= 0.2178: mlcommons/inference tools/submission/submission-checker.py
+`"ssd-small": ("mAP", 22 * 0.99)`, MODEL_MAPPING ssd-mobilenet -> ssd-small;
+../shared/docs/WORKLOADS.md ">= 21.78"), although the reference README lists the TF model
+at mAP 0.23.
 
 No config here is an MLPerf result: the minis are small models on canvas digits, judged
 against 99% of their own training eval on the same parameters; r34_1200 is the benchmark's
@@ -78,8 +82,8 @@ class Benchmark:
 ALL = ("Offline", "Server", "SingleStream", "MultiStream")
 EDGE = ("Offline", "SingleStream", "MultiStream")
 BENCHMARKS = {
-    "resnet34": Benchmark("ssd-resnet34", ALL, 100.0, 66.0, 64, 0.200),
-    "mobilenet_v1": Benchmark("ssd-mobilenet", EDGE, 0.0, 50.0, 256, 0.230),
+    "resnet34": Benchmark("ssd-resnet34", ALL, 100.0, 66.0, 64, 0.200),  # checker: 20 * 0.99
+    "mobilenet_v1": Benchmark("ssd-mobilenet", EDGE, 0.0, 50.0, 256, 0.220),  # checker's 22
     # MLPerf Mobile's detector: the v0.7 ssd-mobilenet's edge figures, no v0.7 quality.
     "mobilenet_v2": Benchmark("ssd-mobilenetv2", EDGE, 0.0, 50.0, 256, 0.0),
 }

@@ -53,8 +53,41 @@ def _conv_init():
     return KAIMING
 
 
+class DepthwiseShifts(nn.Module):
+    """A depthwise conv (SAME padding, no bias) as k*k shifted multiply-adds: the same kernel
+    ([k, k, 1, C], same init and name as nn.Conv's) and function as `nn.Conv(...,
+    feature_group_count=C)` up to float rounding (tests/test_ssd_mobilenet.py). XLA:CPU
+    lowers grouped convs slowly: one 3x3 depthwise layer of the v2 mini (batch 32, 64x64x48),
+    forward + backward, ran about 5x longer as a grouped conv than as shifts (timed in one
+    process on a loaded 2-core machine: a ratio, not a speed); the minis use this, the full
+    configs the grouped conv."""
+
+    kernel: int = 3
+    strides: int = 1
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x):
+        c, k, s = x.shape[-1], self.kernel, self.strides
+        w = self.param("kernel", _conv_init(), (k, k, 1, c), jnp.float32).astype(self.dtype)
+        x = x.astype(self.dtype)
+        pads, outs = [], []
+        for size in x.shape[1:3]:  # TF / XLA SAME: out = ceil(size / s), extra pad at the end
+            out = -(-size // s)
+            total = max((out - 1) * s + k - size, 0)
+            pads.append((total // 2, total - total // 2))
+            outs.append(out)
+        xp = jnp.pad(x, ((0, 0), *pads, (0, 0)))
+        y, (h, v) = 0, ((outs[0] - 1) * s + 1, (outs[1] - 1) * s + 1)
+        for i in range(k):
+            for j in range(k):
+                y = y + xp[:, i:i + h:s, j:j + v:s] * w[i, j, 0]
+        return y
+
+
 class ConvBN(nn.Module):
-    """conv (no bias) -> BN -> ReLU6 (optional); `groups` = channels for a depthwise conv."""
+    """conv (no bias) -> BN -> ReLU6 (optional); `groups` = channels for a depthwise conv,
+    computed as a grouped conv (`depthwise_impl` "conv") or as shifts (`DepthwiseShifts`)."""
 
     filters: int
     kernel: int = 1
@@ -63,13 +96,17 @@ class ConvBN(nn.Module):
     relu: bool = True
     dtype: Any = jnp.float32
     bn_span: int = 0
+    depthwise_impl: str = "conv"
 
     @nn.compact
     def __call__(self, x, train: bool):
         groups = x.shape[-1] if self.depthwise else 1
-        x = nn.Conv(self.filters, (self.kernel,) * 2, (self.strides,) * 2, padding="SAME",
-                    feature_group_count=groups, use_bias=False, dtype=self.dtype,
-                    kernel_init=_conv_init(), name="conv")(x)
+        if self.depthwise and self.depthwise_impl == "shifts":
+            x = DepthwiseShifts(self.kernel, self.strides, dtype=self.dtype, name="conv")(x)
+        else:
+            x = nn.Conv(self.filters, (self.kernel,) * 2, (self.strides,) * 2, padding="SAME",
+                        feature_group_count=groups, use_bias=False, dtype=self.dtype,
+                        kernel_init=_conv_init(), name="conv")(x)
         x = _norm(train, self.dtype, self.bn_span)(name="bn")(x)
         return jnp.minimum(nn.relu(x), 6.0) if self.relu else x
 
@@ -81,10 +118,12 @@ class MobileNetV1(nn.Module):
     stem_stride: int = 2
     dtype: Any = jnp.float32
     bn_span: int = 0
+    depthwise_impl: str = "conv"
 
     @nn.compact
     def __call__(self, x, train: bool):
-        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span)
+        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span,
+                     depthwise_impl=self.depthwise_impl)
         x = cb(int(32 * self.width), 3, self.stem_stride, name="Conv2d_0")(x, train)
         taps = []
         for i, (c, s) in enumerate(V1_PLAN, start=1):
@@ -104,10 +143,12 @@ class InvertedResidual(nn.Module):
     strides: int
     dtype: Any = jnp.float32
     bn_span: int = 0
+    depthwise_impl: str = "conv"
 
     @nn.compact
     def __call__(self, x, train: bool):
-        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span)
+        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span,
+                     depthwise_impl=self.depthwise_impl)
         y = x
         if self.expansion != 1:
             y = cb(x.shape[-1] * self.expansion, 1, name="expand")(y, train)
@@ -126,11 +167,13 @@ class MobileNetV2(nn.Module):
     stem_stride: int = 2
     dtype: Any = jnp.float32
     bn_span: int = 0
+    depthwise_impl: str = "conv"
     plan: Sequence[Sequence[int]] = V2_PLAN
 
     @nn.compact
     def __call__(self, x, train: bool):
-        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span)
+        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span,
+                     depthwise_impl=self.depthwise_impl)
         x = cb(make_divisible(32 * self.width), 3, self.stem_stride, name="stem")(x, train)
         taps, block = [], 0
         for t, c, n, s in self.plan:
@@ -138,7 +181,8 @@ class MobileNetV2(nn.Module):
                 block += 1
                 x, expanded = InvertedResidual(
                     t, make_divisible(c * self.width), s if j == 0 else 1, dtype=self.dtype,
-                    bn_span=self.bn_span, name=f"block{block}")(x, train)
+                    bn_span=self.bn_span, depthwise_impl=self.depthwise_impl,
+                    name=f"block{block}")(x, train)
                 if block == 14:  # TF's layer_15: the first 160-channel block (0 = the stem)
                     taps.append(expanded)
         last = make_divisible(1280 * self.width) if self.width > 1.0 else 1280

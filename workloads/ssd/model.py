@@ -112,6 +112,7 @@ class SSD(nn.Module):
     width: float = 1.0  # MobileNet width multiplier
     stem_stride: int = 2  # MobileNet first conv stride (1 in the minis)
     head_kernel: int = 3
+    depthwise_impl: str = "conv"  # MobileNet depthwise convs: "conv" (grouped) or "shifts"
 
     def _maps(self, x, train: bool) -> list[Any]:
         """The feature maps the heads read: backbone taps, then one per extra block."""
@@ -133,7 +134,8 @@ class SSD(nn.Module):
             raise ValueError(f"SSD: unknown backbone {self.backbone!r} (resnet34, "
                              f"{', '.join(nets)})")
         maps = nets[self.backbone](self.width, self.stem_stride, dtype=self.dtype,
-                                   bn_span=self.bn_span, name="backbone")(x, train)
+                                   bn_span=self.bn_span, depthwise_impl=self.depthwise_impl,
+                                   name="backbone")(x, train)
         x = maps[-1]
         for i, (mid, out, *_) in enumerate(self.extras):
             x = mobilenet.TFExtraBlock(mid, out, dtype=self.dtype, bn_span=self.bn_span,

@@ -23,7 +23,7 @@ from tpubench.detection import coco_eval, default_boxes, loss, matching, nms
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
-from workloads.ssd import coco, convert, input_pipeline, model, optim
+from workloads.ssd import coco, convert, convert_mobilenet, input_pipeline, model, optim
 
 DATA_SOURCES = {
     "tfds": DataSource.of_config(
@@ -65,19 +65,30 @@ class SSDWorkload(Workload):
             head_stride=int(m.get("head_stride", 1)),
             backbone=str(m.get("backbone", "resnet34")), width=float(m.get("width", 1.0)),
             stem_stride=int(m.get("stem_stride", 2)), head_kernel=int(m.get("head_kernel", 3)),
+            depthwise_impl=str(m.get("depthwise_impl", "conv")),
             dtype=jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32)
 
     def init(self, rng):
         """The model's init; with `model.backbone_checkpoint`, the backbone's parameters and
         batch-norm statistics from that file (workloads/ssd/convert.py), as the reference
-        starts from ImageNet ResNet-34 weights."""
+        starts from ImageNet ResNet-34 weights; `model.checkpoint`, the whole inference model.
+        MobileNet backbones read the v0.7 ssd-mobilenet frozen graph instead
+        (workloads/ssd/convert_mobilenet.py: backbone + extra blocks, or with the heads)."""
         params, state = super().init(rng)
         whole = self.config.model.get("checkpoint", "")
+        path = self.config.model.get("backbone_checkpoint", "")
+        if str(self.config.model.get("backbone", "resnet34")).startswith("mobilenet"):
+            if whole or path:  # the v0.7 ssd-mobilenet frozen graph (convert_mobilenet.py)
+                load = (convert_mobilenet.load_ssd_mobilenet if whole
+                        else convert_mobilenet.load_feature_extractor)
+                new_p, new_s = load(convert_mobilenet.read_frozen_graph(whole or path), params,
+                                    state["batch_stats"])
+                return new_p, {**state, "batch_stats": new_s}
+            return params, state
         if whole:  # the whole inference model (the v0.7 reference's SSD-ResNet34 weights)
             new_p, new_s = convert.load_ssd_r34(convert.read_any(whole), params,
                                                 state["batch_stats"])
             return new_p, {**state, "batch_stats": new_s}
-        path = self.config.model.get("backbone_checkpoint", "")
         if path:
             new_p, new_s = convert.load_backbone(convert.read_state_dict(path),
                                                  params["backbone"],
@@ -92,6 +103,8 @@ class SSDWorkload(Workload):
         for key in ("backbone_checkpoint", "checkpoint"):
             path = self.config.model.get(key, "")
             if path and not os.path.exists(path):
+                if str(self.config.model.get("backbone", "resnet34")).startswith("mobilenet"):
+                    convert_mobilenet.read_frozen_graph(path)  # the UsageError naming the fix
                 convert.read_state_dict(path)  # the UsageError naming the fix
 
     def check_shapes(self) -> None:

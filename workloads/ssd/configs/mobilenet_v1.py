@@ -14,7 +14,10 @@ the PyTorch reference's generator (`tpubench.detection.default_boxes`: 2 square 
 aspect ratio), so the 19x19 map has 4 boxes per cell where TF's `reduce_boxes_in_lowest_layer`
 has 3 (2,278 boxes instead of TF's 1,917), and 81 labels (our COCO pipeline's) instead of TF's
 91. The MobileNet body matches Keras's MobileNet to the parameter (tests/test_ssd_mobilenet.py).
-Not trainable to the MLPerf quality here; no published-weights converter yet.
+Not trainable to the MLPerf quality here. Published weights: the v0.7 reference's frozen
+graph through workloads/ssd/convert_mobilenet.py (`model.backbone_checkpoint`: the body and
+extra blocks; its heads do not fit this config's 4 boxes on the 19x19 map and 81 labels, so
+`model.checkpoint`, the whole model, is refused for it).
 """
 
 import ml_collections
@@ -36,5 +39,10 @@ def get_config() -> ml_collections.ConfigDict:
         "scales": (60, 105, 150, 195, 240, 285, 300),
         "aspect_ratios": ((2,), (2, 3), (2, 3), (2, 3), (2, 3), (2, 3))})
     c.eval.batch_size = 64
+    # The v0.7 reference's ssd_mobilenet_v1_coco_2018_01_28 frozen graph (.pb, or .npz of its
+    # constants): backbone_checkpoint loads the backbone and extra blocks, checkpoint the
+    # whole model (its heads do not fit this config's: workloads/ssd/convert_mobilenet.py).
+    c.model.checkpoint = ""
+    c.model.depthwise_impl = "conv"  # grouped convs (the minis: "shifts", for XLA:CPU)
     c.model.dtype = "float32"
     return c
