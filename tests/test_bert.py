@@ -294,6 +294,32 @@ def test_masked_lm_prob_sets_the_share_of_masked_words():
         BertWorkload(_config("mini", **{"data.masked_lm_prob": 1.5})).check_data()
 
 
+def test_mask_token_share_one_shows_mask_at_every_masked_word():
+    """`data.mask_token_share` reaches the workload's eval set: at 1.0 every masked word is shown
+    as [MASK] (the "+copy" shortcut is gone), with the same positions and words as the BERT 0.8
+    masking (the same draws), under which ~80% are [MASK]; outside [0, 1] it is a usage error.
+    Bites: the workload not passing the key on (tried: 80% [MASK] at 1.0)."""
+    sizes = {"model.vocab_size": 1024, "data.max_seq_length": 16,
+             "model.max_position_embeddings": 16, "data.max_predictions_per_seq": 7,
+             "data.masked_lm_prob": 0.5, "eval.samples": 600}
+    every = BertWorkload(_config("mini", **sizes, **{"data.mask_token_share": 1.0}))
+    every.check_data()
+    bert = BertWorkload(_config("mini", **sizes))
+
+    def shown(ex):
+        used = ex["masked_lm_weights"] > 0
+        return np.take_along_axis(ex["input_ids"], ex["masked_lm_positions"], 1)[used]
+
+    a, b = every._eval_examples, bert._eval_examples
+    for k in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+        np.testing.assert_array_equal(a[k], b[k])
+    assert a["masked_lm_weights"].sum() > 5 * 600
+    assert (shown(a) == shakespeare.MASK).all()
+    assert abs((shown(b) == shakespeare.MASK).mean() - 0.8) < 0.02
+    with pytest.raises(UsageError, match="mask_token_share=1.5"):
+        BertWorkload(_config("mini", **{"data.mask_token_share": 1.5})).check_data()
+
+
 def test_eval_set_past_the_last_window_repeats_the_windows_under_fresh_masks():
     """Seq 16: 5,936 held-out windows of 13 words. Asking for two passes (11,872 examples)
     returns pass 1 unchanged (the one-pass set), then the same windows again (the same words in
