@@ -269,7 +269,7 @@ def test_shakespeare_split_vocab_and_baseline():
 
 def test_masked_lm_prob_sets_the_share_of_masked_words():
     """`data.masked_lm_prob` reaches the workload's eval set: at 0.5 a seq-16 window (13 words)
-    masks round(0.5 * its in-vocabulary words), up to `max_predictions_per_seq`; the default
+    masks round(0.5 * its in-vocabulary words), up to `max_predictions_per_seq`; BERT's
     0.15 masks 2 of 13 (the one-pass figures in the mini docstring); outside (0, 1] it is a
     usage error.
     Bites: the workload not passing the key on (the eval set masks 2 words a window at 0.5)."""
@@ -288,8 +288,8 @@ def test_masked_lm_prob_sets_the_share_of_masked_words():
     np.testing.assert_array_equal(used.sum(1), np.minimum(7, np.maximum(1, np.round(in_vocab
                                                                                  * 0.5))))
     assert used.sum() > 5 * 600
-    default = BertWorkload(_config("mini", **sizes))
-    assert float(default._eval_examples["masked_lm_weights"].sum(1).max()) == 2.0
+    bert = BertWorkload(_config("mini", **sizes, **{"data.masked_lm_prob": 0.15}))
+    assert float(bert._eval_examples["masked_lm_weights"].sum(1).max()) == 2.0
     with pytest.raises(UsageError, match="masked_lm_prob=1.5"):
         BertWorkload(_config("mini", **{"data.masked_lm_prob": 1.5})).check_data()
 
