@@ -46,6 +46,7 @@ def eval_set(config) -> tuple[shakespeare.ShakespeareCorpus, dict[str, np.ndarra
     examples = shakespeare.eval_examples(
         corpus, int(config.eval.samples), int(config.data.max_seq_length),
         int(config.data.max_predictions_per_seq), float(config.data.masked_lm_prob),
+        float(config.data.mask_token_share),
     )
     return corpus, examples
 

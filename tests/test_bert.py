@@ -269,7 +269,7 @@ def test_shakespeare_split_vocab_and_baseline():
 
 def test_masked_lm_prob_sets_the_share_of_masked_words():
     """`data.masked_lm_prob` reaches the workload's eval set: at 0.5 a seq-16 window (13 words)
-    masks round(0.5 * its in-vocabulary words), up to `max_predictions_per_seq`; the default
+    masks round(0.5 * its in-vocabulary words), up to `max_predictions_per_seq`; BERT's
     0.15 masks 2 of 13 (the one-pass figures in the mini docstring); outside (0, 1] it is a
     usage error.
     Bites: the workload not passing the key on (the eval set masks 2 words a window at 0.5)."""
@@ -288,10 +288,36 @@ def test_masked_lm_prob_sets_the_share_of_masked_words():
     np.testing.assert_array_equal(used.sum(1), np.minimum(7, np.maximum(1, np.round(in_vocab
                                                                                  * 0.5))))
     assert used.sum() > 5 * 600
-    default = BertWorkload(_config("mini", **sizes))
-    assert float(default._eval_examples["masked_lm_weights"].sum(1).max()) == 2.0
+    bert = BertWorkload(_config("mini", **sizes, **{"data.masked_lm_prob": 0.15}))
+    assert float(bert._eval_examples["masked_lm_weights"].sum(1).max()) == 2.0
     with pytest.raises(UsageError, match="masked_lm_prob=1.5"):
         BertWorkload(_config("mini", **{"data.masked_lm_prob": 1.5})).check_data()
+
+
+def test_mask_token_share_one_shows_mask_at_every_masked_word():
+    """`data.mask_token_share` reaches the workload's eval set: at 1.0 every masked word is shown
+    as [MASK] (the "+copy" shortcut is gone), with the same positions and words as the BERT 0.8
+    masking (the same draws), under which ~80% are [MASK]; outside [0, 1] it is a usage error.
+    Bites: the workload not passing the key on (tried: 80% [MASK] at 1.0)."""
+    sizes = {"model.vocab_size": 1024, "data.max_seq_length": 16,
+             "model.max_position_embeddings": 16, "data.max_predictions_per_seq": 7,
+             "data.masked_lm_prob": 0.5, "eval.samples": 600}
+    every = BertWorkload(_config("mini", **sizes, **{"data.mask_token_share": 1.0}))
+    every.check_data()
+    bert = BertWorkload(_config("mini", **sizes))
+
+    def shown(ex):
+        used = ex["masked_lm_weights"] > 0
+        return np.take_along_axis(ex["input_ids"], ex["masked_lm_positions"], 1)[used]
+
+    a, b = every._eval_examples, bert._eval_examples
+    for k in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+        np.testing.assert_array_equal(a[k], b[k])
+    assert a["masked_lm_weights"].sum() > 5 * 600
+    assert (shown(a) == shakespeare.MASK).all()
+    assert abs((shown(b) == shakespeare.MASK).mean() - 0.8) < 0.02
+    with pytest.raises(UsageError, match="mask_token_share=1.5"):
+        BertWorkload(_config("mini", **{"data.mask_token_share": 1.5})).check_data()
 
 
 def test_eval_set_past_the_last_window_repeats_the_windows_under_fresh_masks():
@@ -438,8 +464,10 @@ def test_accuracy_and_loss_on_a_hand_made_batch():
 
 def test_simple_baselines_on_the_mini_eval_set():
     """The figures in the mini config's docstring, from benchmarks/baselines_bert.py (the
-    workload's own eval windows and masking; counts over the training plays).
-    Bites: counts taken from the eval plays (bidirectional 0.4912, not 0.1209)."""
+    workload's own eval windows and masking; counts over the training plays), and the mini's
+    target above the strongest of them.
+    Bites: counts taken from the eval plays (tried on the earlier seq-64 mini's eval set:
+    bidirectional 0.4912, not 0.1209)."""
     import importlib.util
 
     path = runs.REPO / "benchmarks" / "baselines_bert.py"
@@ -447,11 +475,12 @@ def test_simple_baselines_on_the_mini_eval_set():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     got = module.baselines(_config("mini"))
-    want = {"most-frequent": 0.0417, "bigram": 0.0885, "trigram": 0.0989,
-            "bidirectional": 0.1209, "markov": 0.1249, "most-frequent +copy": 0.1321,
-            "markov +copy": 0.1986, "bidi-gap": 0.1274, "bidi-gap +copy": 0.1984}
+    want = {"most-frequent": 0.0459, "bigram": 0.0804, "trigram": 0.0840,
+            "bidirectional": 0.0980, "markov": 0.0759, "most-frequent +copy": 0.1361,
+            "markov +copy": 0.1607, "bidi-gap": 0.1097, "bidi-gap +copy": 0.1875}
     assert {k: round(got[k], 4) for k in want} == want
-    assert max(got, key=got.get) == "markov +copy"
+    assert max(got, key=got.get) == "bidi-gap +copy"
+    assert _config("mini").eval.target_value >= got["bidi-gap +copy"] + 4 * 0.0011
 
 
 def _mlperf_record(rng: np.random.Generator, seq: int, preds: int, vocab: int) -> bytes:
@@ -595,9 +624,10 @@ def test_full_config_log_fails_only_the_quality_target(tmp_path):
 
 def test_mini_log_fails_only_the_mlperf_quality_target(tmp_path):
     """Open division still requires MLPerf's 0.712 masked-LM accuracy, which a Shakespeare mini
-    cannot log; every other check passes (one eval block of the real mini config)."""
-    c = _config("mini")
-    s = _run(tmp_path, "mini", **{"run.max_train_samples": c.eval.every_samples})
+    cannot log; every other check passes (the real mini config cut to one 50-step block and
+    one eval of its first pass, 5,936 windows: its own first eval comes at step 1,000)."""
+    s = _run(tmp_path, "mini", **{"eval.offset_samples": 0, "eval.every_samples": 50 * 128,
+                                  "run.max_train_samples": 50 * 128, "eval.samples": 5936})
     assert s["status"] == "aborted"
     result = mllog.check_compliance(s["mlperf_log"])
     assert result.failed_checks() == [
@@ -607,24 +637,24 @@ def test_mini_log_fails_only_the_mlperf_quality_target(tmp_path):
 
 
 # ---- mini time to quality, in steps -----------------------------------------------------------
-# The step of the first eval (every 50 steps) at or above the target, per seed; the runs are
-# deterministic on CPU. Seeds 2-7 (same code, standalone loop): 250, 250, 250, 250, 400, 250.
-MINI_TARGET_STEP = {0: 300, 1: 250}
+# The step of the first eval (steps 1,000, 1,100, ...) at or above the target, per seed; the runs
+# are deterministic on CPU (harness runs, see the mini config's docstring).
+MINI_TARGET_STEP = {0: 1500, 1: 1600}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", sorted(MINI_TARGET_STEP))
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.extended)])
 def test_mini_reaches_its_target_at_the_measured_step(tmp_path, seed):
-    """Step budget, not wall clock: the mini must reach 0.10 at the measured eval, give or take
-    one eval (50 steps). Cost: both seeds 565 s on the shared 2-core VM at load average ~22; the
-    same 300 steps outside the harness took ~40 s (+ compile) on 2 pinned idle cores.
-    Bites (measured with the same loop outside the harness): learning rate 0.005 instead of 0.01
-    (warmup 100) first reaches 0.10 at step 400 on seed 0, not 300."""
+    """Step budget, not wall clock: the mini must reach its target (above every count baseline
+    on its eval set, see its docstring) at the measured eval, give or take one eval (100 steps).
+    Bites (tried as a harness run of the same config, not through pytest): `mask_tokens`
+    showing [MASK] at every masked word (no 10% unchanged / 10% random words; the same draws)
+    stays below 0.109 through step 2,000, so the run ends `aborted` at step 1,600."""
     want = MINI_TARGET_STEP[seed]
     s = runs.train_bert_mini(tmp_path / "run", seed=seed,
-                             **{"run.max_time_s": 0.0, "run.max_train_samples": (want + 50) * 32})
-    steps_seen = [h["samples"] // 32 for h in s["quality_history"]]
+                             **{"run.max_train_samples": (want + 100) * 128})
+    steps_seen = [h["samples"] // 128 for h in s["quality_history"]]
     assert s["status"] == "success", s["quality_history"]
-    assert abs(s["steps"] - want) <= 50, (s["steps"], s["quality_history"])
+    assert abs(s["steps"] - want) <= 100, (s["steps"], s["quality_history"])
     assert s["final_quality"] >= _config("mini").eval.target_value
-    assert steps_seen == list(range(50, s["steps"] + 1, 50))
+    assert steps_seen == list(range(1000, s["steps"] + 1, 100))

@@ -8,7 +8,8 @@ Examples have the layout of the MLPerf TFRecords (`input_ids`, `input_mask`, `se
 `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`):
 `[CLS] A [SEP] B [SEP]`, where B follows A in the text (label 0) or is a random span (label 1),
 and 15% of the in-vocabulary words are masked the BERT way (80% `[MASK]`, 10% a random word, 10%
-unchanged). Out-of-vocabulary words are never prediction targets. Training examples are sampled
+unchanged; `mask_token_share` sets the `[MASK]` share, the rest split evenly). Out-of-vocabulary
+words are never prediction targets. Training examples are sampled
 afresh for every step from (seed, step); the eval set is fixed (its own constant seed): the
 held-out windows once, or several times under fresh masks (`eval_examples`).
 """
@@ -106,8 +107,12 @@ def mask_tokens(
     max_predictions: int,
     vocab_size: int,
     mask_prob: float = 0.15,
+    mask_token_share: float = 0.8,
 ) -> dict[str, np.ndarray]:
     """BERT masking of a [batch, seq] id array (special tokens and `[UNK]` never masked).
+
+    A chosen word is shown as `[MASK]` with probability `mask_token_share` (BERT: 0.8), else
+    unchanged or a random word, evenly; at 1.0 every chosen word is `[MASK]` (the same draws).
 
     Returns the masked `input_ids` and `masked_lm_{positions,ids,weights}` of shape
     [batch, max_predictions]; unused prediction slots have position 0, id 0 and weight 0.
@@ -132,7 +137,8 @@ def mask_tokens(
 
     r = rng.random((batch, max_predictions))
     random_words = rng.integers(len(SPECIAL_TOKENS), vocab_size, (batch, max_predictions))
-    replacement = np.where(r < 0.8, MASK, np.where(r < 0.9, ids, random_words))
+    keep_edge = mask_token_share + (1.0 - mask_token_share) / 2
+    replacement = np.where(r < mask_token_share, MASK, np.where(r < keep_edge, ids, random_words))
     masked = input_ids.copy()
     rows = np.broadcast_to(np.arange(batch)[:, None], positions.shape)
     masked[rows[weights], positions[weights]] = replacement[weights]
@@ -152,6 +158,7 @@ def make_examples(
     max_predictions: int,
     vocab_size: int,
     mask_prob: float = 0.15,
+    mask_token_share: float = 0.8,
 ) -> dict[str, np.ndarray]:
     """Masked `[CLS] A [SEP] B [SEP]` examples whose segment A begins at each of `starts`.
 
@@ -171,7 +178,7 @@ def make_examples(
     segment_ids = np.concatenate(
         [np.zeros((batch, len_a + 2), np.int32), np.ones((batch, len_b + 1), np.int32)], axis=1
     )
-    example = mask_tokens(rng, ids, max_predictions, vocab_size, mask_prob)
+    example = mask_tokens(rng, ids, max_predictions, vocab_size, mask_prob, mask_token_share)
     example.update(
         input_mask=np.ones_like(ids, np.int32),
         segment_ids=segment_ids,
@@ -182,20 +189,21 @@ def make_examples(
 
 def train_examples(
     corpus: ShakespeareCorpus, seed: int, step: int, batch: int, seq_len: int, max_predictions: int,
-    mask_prob: float = 0.15,
+    mask_prob: float = 0.15, mask_token_share: float = 0.8,
 ) -> dict[str, np.ndarray]:
     """The global training batch of `step`: a pure function of (seed, step)."""
     rng = np.random.default_rng([seed, step])
     span = seq_len - 3
     starts = rng.integers(0, len(corpus.train_tokens) - span, batch)
     return make_examples(
-        rng, corpus.train_tokens, starts, seq_len, max_predictions, len(corpus.vocab), mask_prob
+        rng, corpus.train_tokens, starts, seq_len, max_predictions, len(corpus.vocab), mask_prob,
+        mask_token_share,
     )
 
 
 def eval_examples(
     corpus: ShakespeareCorpus, num_examples: int, seq_len: int, max_predictions: int,
-    mask_prob: float = 0.15,
+    mask_prob: float = 0.15, mask_token_share: float = 0.8,
 ) -> dict[str, np.ndarray]:
     """The fixed eval set: consecutive, non-overlapping windows of the held-out plays.
 
@@ -217,6 +225,6 @@ def eval_examples(
         windows = np.arange(first, min(first + available, num_examples)) % available
         passes.append(make_examples(
             rng, corpus.eval_tokens, windows * span, seq_len, max_predictions, len(corpus.vocab),
-            mask_prob,
+            mask_prob, mask_token_share,
         ))
     return {k: np.concatenate([p[k] for p in passes]) for k in passes[0]}

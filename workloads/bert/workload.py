@@ -77,6 +77,9 @@ def _check_shakespeare(w: BertWorkload) -> None:
     if not 0.0 < float(w.config.data.masked_lm_prob) <= 1.0:
         raise UsageError(f"--config.data.masked_lm_prob={w.config.data.masked_lm_prob} must be in "
                          "(0, 1]: the share of the words to mask (BERT: 0.15).")
+    if not 0.0 <= float(w.config.data.mask_token_share) <= 1.0:
+        raise UsageError(f"--config.data.mask_token_share={w.config.data.mask_token_share} must be "
+                         "in [0, 1]: the share of the masked words shown as [MASK] (BERT: 0.8).")
 
 
 def _shakespeare_train(w: BertWorkload, start_step: int, process_index: int,
@@ -86,14 +89,16 @@ def _shakespeare_train(w: BertWorkload, start_step: int, process_index: int,
     step = start_step
     while True:
         batch = shakespeare.train_examples(w._corpus, c.run.seed, step, c.data.global_batch_size,
-                                           *_sizes(w), float(c.data.masked_lm_prob))
+                                           *_sizes(w), float(c.data.masked_lm_prob),
+                                           float(c.data.mask_token_share))
         yield {k: v[process_index * per:(process_index + 1) * per] for k, v in batch.items()}
         step += 1
 
 
 def _shakespeare_eval_examples(w: BertWorkload) -> Batch:
     return shakespeare.eval_examples(w._corpus, w.eval_samples, *_sizes(w),
-                                     float(w.config.data.masked_lm_prob))
+                                     float(w.config.data.masked_lm_prob),
+                                     float(w.config.data.mask_token_share))
 
 
 def _in_memory_eval(w: BertWorkload, process_index: int, process_count: int) -> Iterator[Batch]:

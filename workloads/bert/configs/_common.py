@@ -25,6 +25,8 @@ def bert_base_config() -> ml_collections.ConfigDict:
     # Share of the words masked (create_pretraining_data.py --masked_lm_prob); the Shakespeare
     # data masks with it, TFRecords come masked already.
     c.data.masked_lm_prob = 0.15
+    # Share of the masked words shown as [MASK] (BERT: 0.8; the rest: unchanged / random, evenly).
+    c.data.mask_token_share = 0.8
 
     # Start checkpoint (TF): prefix relative to data_dir unless absolute; "" = from scratch.
     c.model.init_checkpoint = ""
