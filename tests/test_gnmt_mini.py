@@ -14,18 +14,20 @@ MINI_TARGET_STEP = {0: 500, 1: 500}
 def _run_to_target(seed, shared_data_dir, tmp_path):
     c = config_lib.load("gnmt", "mini")
     every = c.eval.every_samples // c.data.global_batch_size
-    # The budget ends one eval point after the measured step: a slower run stops there
-    # ("aborted") instead of running the config's 1,000 steps. The trajectory is unchanged.
-    budget_steps = MINI_TARGET_STEP[seed] + every
+    # The budget ends at the measured step: a slower run stops there ("aborted") instead of
+    # running the config's 1,000 steps. The trajectory is unchanged.
     config_lib.apply_overrides(c, {
         "run.seed": seed, "data.dir": str(shared_data_dir),
         "data.cache_dir": str(tmp_path / "cache"),
-        "run.max_train_samples": budget_steps * c.data.global_batch_size})
+        "run.max_train_samples": MINI_TARGET_STEP[seed] * c.data.global_batch_size})
     assert c.run.max_time_s == 0.0
     GNMTWorkload(c).prepare()
     summary = train.train_and_evaluate(c, tmp_path / "run")
     assert summary["status"] == "success", summary["quality_history"]
-    assert abs(summary["steps"] - MINI_TARGET_STEP[seed]) <= every, summary["quality_history"]
+    # At the measured eval point or one earlier, never later: both seeds sit ~1 BLEU below the
+    # target one point before it and ~2 above at it (configs/mini.py).
+    assert MINI_TARGET_STEP[seed] - every <= summary["steps"] <= MINI_TARGET_STEP[seed], \
+        summary["quality_history"]
     assert summary["final_quality"] >= c.eval.target_value
     result = mllog.check_compliance(tmp_path / "run" / "mlperf_log.txt")
     assert result.valid, result.output
@@ -33,8 +35,11 @@ def _run_to_target(seed, shared_data_dir, tmp_path):
 
 @pytest.mark.slow
 def test_mini_reaches_its_bleu_target_at_the_measured_step(shared_data_dir, tmp_path):
-    """Seed 0 reaches BLEU 25.0 at its measured eval point (step 500), within one eval point
-    (100 steps), and its log passes the official checker. Bites: BREAK0."""
+    """Seed 0 reaches BLEU 25.0 by its measured eval point (step 500; not earlier than 400) and
+    its log passes the official checker. Break tried: the mini's previous lr 3e-3 (this config
+    otherwise). With the first version of this test (budget 600 steps, +-100 steps) it PASSED
+    (25.13 at step 600), so the budget and bound were tightened to step 500, where that run had
+    23.24: it would now abort there (not re-run against the break yet)."""
     _run_to_target(0, shared_data_dir, tmp_path)
 
 
