@@ -26,8 +26,8 @@ CPU, times are not quoted), BLEU on all 1,000 sentences:
   step 100, 10.91 at 200, 19.06 at 300, 24.04 at 400, 27.70 at 500: target reached at step 500.
 - seed 1 (this config with run.seed=1): 18.20 at step 300, 23.90 at 400, 26.90 at 500:
   target reached at step 500; its MLPerf log passes the official checker (`tpubench check`).
-tests/test_gnmt_mini.py asserts the step to target (within one eval point) for seed 0 (seed 1:
-`--extended`).
+tests/test_gnmt_mini.py asserts the step to target (500, or one eval point earlier; budget 500)
+for seed 0 (seed 1: `--extended`); its run passed in 1,153 s on the shared CPU (load ~12).
 
 What changed to get here (seed 0): lr 1e-2 instead of 3e-3, and runs long enough. This config
 at lr 3e-3 (the test's run with that one change): 13.32 at step 300, 17.97 at 400, 23.24 at
