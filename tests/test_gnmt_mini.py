@@ -1,44 +1,50 @@
-"""The GNMT mini's learning speed (slow): its init (configs/mini.py) trains measurably faster per
-step than the reference's init at the mini's width. Not a time-to-quality test: the mini has no
-measured BLEU target yet (configs/mini.py, NOT FINISHED)."""
+"""The GNMT mini's time-to-quality run, bounded in steps (slow; no wall-clock budget)."""
 
-import jax
-import optax
 import pytest
-from flax import linen as nn
 
 from tpubench import config as config_lib
+from tpubench import mllog, train
 from workloads.gnmt.workload import GNMTWorkload
 
-STEPS = 75
-# Loss per token of the 75th batch, seed 0 (benchmarks/gnmt_probe.py, the mini's batches and
-# schedule): mini init 5.381; U(+-0.3) with the reference's g 5.441; U(+-0.1) with g = 1.0 5.775.
-MAX_LOSS_AT_75 = 5.6
+# Eval point (step) at which the mini first reaches its target, per seed: measured with runs of
+# this config on CPU (deterministic there); see configs/mini.py.
+MINI_TARGET_STEP = {0: 500, 1: 500}
+
+
+def _run_to_target(seed, shared_data_dir, tmp_path):
+    c = config_lib.load("gnmt", "mini")
+    every = c.eval.every_samples // c.data.global_batch_size
+    # The budget ends at the measured step: a slower run stops there ("aborted") instead of
+    # running the config's 1,000 steps. The trajectory is unchanged.
+    config_lib.apply_overrides(c, {
+        "run.seed": seed, "data.dir": str(shared_data_dir),
+        "data.cache_dir": str(tmp_path / "cache"),
+        "run.max_train_samples": MINI_TARGET_STEP[seed] * c.data.global_batch_size})
+    assert c.run.max_time_s == 0.0
+    GNMTWorkload(c).prepare()
+    summary = train.train_and_evaluate(c, tmp_path / "run")
+    assert summary["status"] == "success", summary["quality_history"]
+    # At the measured eval point or one earlier, never later: both seeds sit ~1 BLEU below the
+    # target one point before it and ~2 above at it (configs/mini.py).
+    assert MINI_TARGET_STEP[seed] - every <= summary["steps"] <= MINI_TARGET_STEP[seed], \
+        summary["quality_history"]
+    assert summary["final_quality"] >= c.eval.target_value
+    result = mllog.check_compliance(tmp_path / "run" / "mlperf_log.txt")
+    assert result.valid, result.output
 
 
 @pytest.mark.slow
-def test_mini_init_learns_faster_than_the_references_at_width_128(shared_data_dir, tmp_path):
-    """75 optimizer steps of the mini (the harness's loss and optimizer on its real batches)
-    bring the loss per token of batch 75 below 5.6. Bites: the reference's init at this width
-    (`model.init_weight=0.1`, measured 5.775 at step 75 with g = 1.0)."""
-    c = config_lib.load("gnmt", "mini")
-    config_lib.apply_overrides(c, {"data.dir": str(shared_data_dir),
-                                   "data.cache_dir": str(tmp_path / "cache")})
-    w = GNMTWorkload(c)
-    w.prepare()
-    w.check_data()
-    params = nn.meta.unbox(w.init(jax.random.PRNGKey(c.run.seed))[0])
-    tx = w.optimizer()
+def test_mini_reaches_its_bleu_target_at_the_measured_step(shared_data_dir, tmp_path):
+    """Seed 0 reaches BLEU 25.0 by its measured eval point (step 500; not earlier than 400) and
+    its log passes the official checker. Break tried: the mini's previous lr 3e-3 (this config
+    otherwise). With the first version of this test (budget 600 steps, +-100 steps) it PASSED
+    (25.13 at step 600), so the budget and bound were tightened to step 500, where that run had
+    23.24: it would now abort there (not re-run against the break yet)."""
+    _run_to_target(0, shared_data_dir, tmp_path)
 
-    @jax.jit
-    def step(params, opt_state, batch, rng):
-        (_, (_, metrics)), grads = jax.value_and_grad(w.loss, has_aux=True)(
-            params, {}, batch, rng)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, metrics["loss_per_token"]
 
-    opt_state = tx.init(params)
-    batches = w.train_batches(0, 0, 1)
-    for s in range(1, STEPS + 1):
-        params, opt_state, loss = step(params, opt_state, next(batches), jax.random.PRNGKey(s))
-    assert float(loss) < MAX_LOSS_AT_75
+@pytest.mark.slow
+@pytest.mark.extended
+def test_mini_reaches_its_bleu_target_at_the_measured_step_seed_1(shared_data_dir, tmp_path):
+    """The same for seed 1 (measured: step 500); run with --extended."""
+    _run_to_target(1, shared_data_dir, tmp_path)
