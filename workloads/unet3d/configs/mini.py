@@ -18,7 +18,9 @@ of 400 steps; deterministic, on the shared 2-core CPU): mean Dice at steps 25, 5
 0.2570 0.2740 0.3293 0.3819 0.4084 0.4083 0.4290 0.4498 0.4675 0.5103 0.5367 0.5288 0.4861
 0.5226 0.5460 0.5657; seed 1 the same way: 0.1850 0.2511 0.2926 0.3367 0.3189 0.3694 0.3695
 0.4019 0.3999 0.4200 0.4216 0.5211 0.4532 0.4818 0.5500 0.5336. Both still rising, noisy
-(up to 0.07 down from one eval to the next), and BELOW the strongest baseline (0.6233) at step 400.
+(up to 0.07 down from one eval to the next), and BELOW the strongest baseline (0.6233) at step
+400. Seed 0 continued to a budget of 600 steps (same first 400 evals, bit for bit), steps 425
+to 600: 0.5532 0.5589 0.5752 0.5810 0.5832 0.5850 0.5452 0.6125: still below 0.6233.
 
 OPEN, NOT MEASURED: steps to a target above 0.6233 (on any seed). The target 0.80 is
 provisional (above the strongest baseline), not chosen by measurement, and no step-bounded slow
