@@ -1,5 +1,5 @@
 """Trivial per-voxel segmenters of the unet3d mini (MNI ICBM152 at 2 mm, each crop with a random
-bias field and noise: workloads/unet3d/mni.py), scored on the mini's 55 eval crops by the same
+bias field and noise: workloads/unet3d/mni.py), scored on the mini's 44 eval tiles by the same
 mean Dice (workloads/unet3d/dice.py: per crop, per tissue class, NaN when both empty, mean over
 crops, then over the three classes).
 
@@ -16,7 +16,9 @@ every crop normalised as the model sees it:
   with local context (smoothing away the noise).
 `--clean`: the same on crops without the corruption (what showed the plain template is trivial).
 
-Prints the mean Dice and the per-class Dice of each (deterministic).
+Prints the mean Dice and the per-class Dice of each (deterministic). Measured on the mini of
+2026-12-02 (16^3 crops, 44 eval tiles): majority 0.2532, thresholds 0.4632, boosted trees 0.6233;
+`--clean` not re-run on it.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def main() -> None:
     batches = [b for b, _ in zip(train, range(100), strict=False)]
     xs, ys = [b["inputs"] for b in batches], [b["label"] for b in batches]
     tx, ty = np.concatenate(xs), np.concatenate(ys)
-    ev = mni.eval_arrays(int(cfg.data.crop_size))
+    ev = mni.eval_arrays(int(cfg.data.crop_size), mni.eval_stride(cfg))
     ex, ey = ev["inputs"], ev["label"]
     ftr = np.stack([features(x) for x in tx])
     fev = np.stack([features(x) for x in ex])

@@ -103,15 +103,15 @@ def test_mean_dice_is_the_accuracy_scripts_regions_and_nan_rule():
 
 
 def test_mini_crops_never_share_a_voxel_and_batches_are_a_function_of_the_step():
-    """Every training crop lies in y < 60 and every eval crop in y >= 60; the 55 eval crops
-    hold >= 10% brain; a train batch is the same for the same (seed, step) and differs for
-    another step; labels are the 4 classes.
+    """Every training crop lies in y < 60 and every eval crop in y >= 60; the 44 eval crops
+    (16^3 tiles every 16 voxels) hold >= 10% brain; a train batch is the same for the same
+    (seed, step) and differs for another step; labels are the 4 classes.
     Bites: drawing train corners up to the volume's end -> a crop reaches y >= 60; seeding the
     eval corruption from the step -> eval inputs change between evals."""
     cfg = config_lib.load("unet3d", "mini", {})
     crop = cfg.data.crop_size
-    corners = mni.eval_corners(crop)
-    assert len(corners) == cfg.eval.samples == 55
+    corners = mni.eval_corners(crop, mni.eval_stride(cfg))
+    assert len(corners) == cfg.eval.samples == 44
     assert corners[:, 1].min() >= mni.EVAL_Y_START >= mni.TRAIN_Y_END
     image, labels = mni.load()
     assert image.shape == (98, 116, 94, 1) and set(np.unique(labels)) == {0, 1, 2, 3}
@@ -123,13 +123,27 @@ def test_mini_crops_never_share_a_voxel_and_batches_are_a_function_of_the_step()
     other = next(mni.train_batches(cfg, 8, 0, 1))
     np.testing.assert_array_equal(first["inputs"], again["inputs"])
     assert not np.array_equal(first["inputs"], other["inputs"])
-    assert first["inputs"].shape == (4, 32, 32, 32, 1) and first["label"].shape == (4, 32, 32, 32)
+    assert first["inputs"].shape == (4, 16, 16, 16, 1) and first["label"].shape == (4, 16, 16, 16)
     # Eval crops are fixed: the same corrupted input every time, and not the clean crop.
-    ev = mni.eval_arrays(crop)
+    ev = mni.eval_arrays(crop, mni.eval_stride(cfg))
     clean, _ = mni.crop_at(corners[0], crop)
     assert not np.allclose(ev["inputs"][0], clean)
     np.testing.assert_array_equal(
         ev["inputs"][0], mni.corrupt(clean, np.random.default_rng([mni.EVAL_SEED, 0])))
+
+
+def test_bias_field_is_the_same_per_mm_whatever_the_crop_size(monkeypatch):
+    """Without noise, the field the same draws give a 16^3 crop is the central 16^3 of the
+    field they give a 32^3 crop (a 16-point grid is the middle of the 32-point one), so after
+    the per-crop z-scores the two inputs are one affine map apart (correlation 1).
+    Bites: spreading the field over each crop's own span (linspace(-1, 1, n)) -> the 16^3
+    field is the 32^3 one at twice the coordinates, correlation 0.964 (tried)."""
+    monkeypatch.setattr(mni, "NOISE", 0.0)
+    big = mni.corrupt(np.ones((32, 32, 32, 1), np.float32), np.random.default_rng(3))
+    small = mni.corrupt(np.ones((16, 16, 16, 1), np.float32), np.random.default_rng(3))
+    centre = big[8:24, 8:24, 8:24, 0].ravel()
+    assert np.corrcoef(centre, small[..., 0].ravel())[0, 1] == pytest.approx(1.0, abs=1e-6)
+    assert small.std() == pytest.approx(1.0, abs=1e-5)  # z-scored over the (all-brain) crop
 
 
 def _made_brats(tmp_path, names=("case_a", "case_b"), shape=(16, 16, 8)):

@@ -11,12 +11,14 @@ Preprocessing, once per process: 2x2x2 mean pooling to 2 mm (98x116x94: a 32^3 c
 
 The corruption that makes it a segmentation task: the template's T1 is an average of 152
 registered brains, and its tissue maps follow its intensity so closely that per-voxel intensity
-thresholds reach mean Dice 0.95 on the clean crops (benchmarks/unet3d_baselines.py). So every
+thresholds reach mean Dice 0.95 on clean 32^3 crops (benchmarks/unet3d_baselines.py). So every
 crop gets what real MR images have and the template averaged away: a smooth multiplicative bias
-field (exp of a random quadratic over the crop, the inhomogeneity nnU-Net's data sees) and
-Gaussian noise, both in the brain only; then nnU-Net's MRI normalisation per crop (z-score over
-the crop's brain voxels, zero outside). Training crops draw it afresh (random per example); eval
-crop i always gets the draw of np.random.default_rng([EVAL_SEED, i]).
+field (exp of a random quadratic in coordinates that span [-1, 1] over FIELD_SPAN_VOXELS = 32
+voxels, 64 mm, so that its inhomogeneity per mm does not depend on the crop size: the
+inhomogeneity nnU-Net's data sees) and Gaussian noise, both in the brain only; then nnU-Net's
+MRI normalisation per crop (z-score over the crop's brain voxels, zero outside). Training crops
+draw it afresh (random per example); eval crop i always gets the draw of
+np.random.default_rng([EVAL_SEED, i]).
 
 Split (no voxel of an eval crop is ever in a training crop): along the anterior-posterior axis
 (axis 1, the one that is NOT the template's mirror axis, so a left-right flip of a training crop
@@ -41,7 +43,8 @@ POOL = 2
 TRAIN_Y_END = 60
 EVAL_Y_START = 60
 EVAL_SEED = 20_191_111
-BIAS_STRENGTH = 0.5  # std of the field's linear and quadratic coefficients (log scale, per crop)
+BIAS_STRENGTH = 0.5  # std of the field's linear and quadratic coefficients (log scale)
+FIELD_SPAN_VOXELS = 32  # the field's coordinates run over [-1, 1] across 32 voxels (64 mm)
 NOISE = 0.15  # noise std as a share of the crop's mean brain intensity
 MIN_BRAIN_FRACTION = 0.1  # a training crop holds at least this much brain (nnU-Net also
 # over-samples foreground); eval crops too, so that no eval crop is all background
@@ -96,28 +99,34 @@ def load() -> tuple[np.ndarray, np.ndarray]:
     return image, labels
 
 
-def _starts(lo: int, hi: int, size: int) -> list[int]:
-    """Tile starts covering [lo, hi) with crops of `size` every size // 2 voxels (the last one
+def _starts(lo: int, hi: int, size: int, stride: int) -> list[int]:
+    """Tile starts covering [lo, hi) with crops of `size` every `stride` voxels (the last one
     flush with hi)."""
     if hi - lo < size:
         raise ValueError(f"a region of {hi - lo} voxels cannot hold a crop of {size}")
-    starts = list(range(lo, hi - size + 1, max(1, size // 2)))
+    starts = list(range(lo, hi - size + 1, max(1, stride)))
     if starts[-1] + size < hi:
         starts.append(hi - size)
     return starts
 
 
+def eval_stride(config) -> int:
+    """Voxels between eval tiles: `data.eval_tile_stride`, or half a crop (overlapping)."""
+    return int(config.data.get("eval_tile_stride", 0)) or int(config.data.crop_size) // 2
+
+
 @functools.lru_cache(maxsize=4)
-def eval_corners(crop: int) -> np.ndarray:
-    """[N, 3] corners of the eval crops: half-overlapping tiles of the region y >= EVAL_Y_START
-    (eval crops overlap each other, never a training crop) that hold at
-    least MIN_BRAIN_FRACTION brain, in x, y, z order."""
+def eval_corners(crop: int, stride: int | None = None) -> np.ndarray:
+    """[N, 3] corners of the eval crops: tiles every `stride` voxels (default crop // 2:
+    half-overlapping) of the region y >= EVAL_Y_START (eval crops may overlap each other, never
+    a training crop) that hold at least MIN_BRAIN_FRACTION brain, in x, y, z order."""
     _, labels = load()
     x, y, z = labels.shape
+    stride = stride or crop // 2
     out = []
-    for cx in _starts(0, x, crop):
-        for cy in _starts(EVAL_Y_START, y, crop):
-            for cz in _starts(0, z, crop):
+    for cx in _starts(0, x, crop, stride):
+        for cy in _starts(EVAL_Y_START, y, crop, stride):
+            for cz in _starts(0, z, crop, stride):
                 if (labels[cx:cx + crop, cy:cy + crop, cz:cz + crop] > 0).mean() >= \
                         MIN_BRAIN_FRACTION:
                     out.append((cx, cy, cz))
@@ -138,7 +147,10 @@ def corrupt(t1: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     brain = x > 0
     if not brain.any():
         return np.zeros_like(t1)
-    grid = np.meshgrid(*[np.linspace(-1.0, 1.0, n) for n in x.shape], indexing="ij")
+    # Coordinates in units of FIELD_SPAN_VOXELS / 2, centred on the crop: the field has the same
+    # inhomogeneity per mm whatever the crop size (a 32^3 crop spans [-1, 1]).
+    grid = np.meshgrid(*[np.linspace(-1.0, 1.0, n) * (n - 1) / (FIELD_SPAN_VOXELS - 1)
+                         for n in x.shape], indexing="ij")
     terms = list(grid) + [g * h for i, g in enumerate(grid) for h in grid[i:]]
     log_field = sum(rng.normal(0.0, BIAS_STRENGTH) * t for t in terms)
     log_field -= log_field[brain].mean()
@@ -189,9 +201,10 @@ def train_batches(config, start_step: int, process_index: int,
 
 
 @functools.lru_cache(maxsize=2)
-def eval_arrays(crop: int) -> dict[str, np.ndarray]:
-    """Every eval crop, in corner order: inputs [N, c, c, c, 1], label [N, c, c, c]."""
-    rows = [crop_at(c, crop) for c in eval_corners(crop)]
+def eval_arrays(crop: int, stride: int | None = None) -> dict[str, np.ndarray]:
+    """Every eval crop (`eval_corners`), in corner order: inputs [N, c, c, c, 1], label
+    [N, c, c, c]."""
+    rows = [crop_at(c, crop) for c in eval_corners(crop, stride)]
     inputs = [corrupt(r[0], np.random.default_rng([EVAL_SEED, i])) for i, r in enumerate(rows)]
     out = {"inputs": np.stack(inputs), "label": np.stack([r[1] for r in rows])}
     for a in out.values():
@@ -203,5 +216,6 @@ def eval_batches(config, process_index: int, process_count: int):
     """The eval crops in order, padded with mask 0 to whole eval batches."""
     from tpubench import data
 
-    return data.in_memory_eval_batches(eval_arrays(int(config.data.crop_size)),
+    return data.in_memory_eval_batches(eval_arrays(int(config.data.crop_size),
+                                                   eval_stride(config)),
                                        config.eval.batch_size, process_index, process_count)
