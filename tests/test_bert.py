@@ -477,10 +477,15 @@ def test_simple_baselines_on_the_mini_eval_set():
     got = module.baselines(_config("mini"))
     want = {"most-frequent": 0.0459, "bigram": 0.0804, "trigram": 0.0840,
             "bidirectional": 0.0980, "markov": 0.0759, "most-frequent +copy": 0.1361,
-            "markov +copy": 0.1607, "bidi-gap": 0.1097, "bidi-gap +copy": 0.1875}
+            "markov +copy": 0.1607, "bidi-gap": 0.1097, "bidi-gap +copy": 0.1875,
+            "bidi-gap +gated copy": 0.1889}
     assert {k: round(got[k], 4) for k in want} == want
-    assert max(got, key=got.get) == "bidi-gap +copy"
-    assert _config("mini").eval.target_value >= got["bidi-gap +copy"] + 4 * 0.0011
+    assert max(got, key=got.get) == "bidi-gap +gated copy"
+    # 4 standard errors above the strongest plain baseline; above the gated copy (tuned on this
+    # eval set, an upper bound of its kind) by more than 2.
+    target = _config("mini").eval.target_value
+    assert target >= got["bidi-gap +copy"] + 4 * 0.0011
+    assert target >= got["bidi-gap +gated copy"] + 2 * 0.0011
 
 
 def _mlperf_record(rng: np.random.Generator, seq: int, preds: int, vocab: int) -> bytes:
