@@ -23,6 +23,8 @@ def _tpubench() -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # 82 s in the full run; tests/test_multihost_trajectory.py's two-process
+# runs (same launcher code path, exact trajectory) stay in the default run
 def test_two_processes_train_the_mini_to_target_with_one_log(repo_root, tmp_path):
     workdir = tmp_path / "run"
     command = [_tpubench(), "launch", "local", "--processes=2", "--",
