@@ -130,6 +130,17 @@ _SPECS = {
 }
 
 
+def accuracy_variant(config: Any, variants: dict[str, float], benchmark: str) -> tuple[str, float]:
+    """(name, fraction of the reference quality) of `eval.inference_variant`, for benchmarks
+    with a -99 and a -99.9 variant (the first of `variants` is the default); `UsageError`
+    naming the choices for any other name."""
+    name = str(config.eval.get("inference_variant", next(iter(variants))))
+    if name not in variants:
+        raise UsageError(f"--config.eval.inference_variant={name!r} is not a v0.7 {benchmark} "
+                         f"benchmark; use one of {', '.join(variants)}.")
+    return name, variants[name]
+
+
 def served_workloads() -> list[str]:
     """Names of the workloads that declare an inference spec."""
     return sorted(_SPECS)

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from tpubench.errors import UsageError
-from tpubench.infer.spec import InferenceSpec, Samples, training_eval_quality
+from tpubench.infer.spec import InferenceSpec, Samples, accuracy_variant, training_eval_quality
 
 SQUAD_F1_REFERENCE = 90.874  # the v0.7 reference FP32 model's F1 on dev-v1.1
 BERT_VARIANTS = {"bert-99": 0.99, "bert-99.9": 0.999}
@@ -35,19 +35,10 @@ SCENARIOS = ("Offline", "Server", "SingleStream")
 INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 
 
-def variant(config: Any) -> tuple[str, float]:
-    """(benchmark name, fraction of the reference F1) of `eval.inference_variant`."""
-    name = str(config.eval.get("inference_variant", "bert-99"))
-    if name not in BERT_VARIANTS:
-        raise UsageError(f"--config.eval.inference_variant={name!r} is not a v0.7 BERT "
-                         f"benchmark; use one of {', '.join(BERT_VARIANTS)}.")
-    return name, BERT_VARIANTS[name]
-
-
 def squad_inference_spec(workload: Any) -> InferenceSpec:
     """The `InferenceSpec` of a BertSquadWorkload: start/end logits of every eval feature."""
     c = workload.config
-    name, fraction = variant(c)
+    name, fraction = accuracy_variant(c, BERT_VARIANTS, "BERT")
     if c.data.source == "synthetic":
         raise UsageError("bert-99 serves the SQuAD dev features, and data.source=synthetic has "
                          "none. Use --config.data.source=json (dev-v1.1.json in data.dir) or "

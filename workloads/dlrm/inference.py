@@ -50,7 +50,13 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from tpubench.errors import UsageError
-from tpubench.infer.spec import InferenceSpec, Samples, eval_batches, training_eval_quality
+from tpubench.infer.spec import (
+    InferenceSpec,
+    Samples,
+    accuracy_variant,
+    eval_batches,
+    training_eval_quality,
+)
 from workloads.dlrm import criteo, flights
 
 # tools/submission/submission-checker.py, MODEL_CONFIG["v0.7"]: ("AUC", 80.25 * 0.99) and
@@ -163,14 +169,6 @@ def accuracy_script_auc(accuracy_log: str | os.PathLike) -> dict[str, float]:
             "total": int(r.size), "queries": len(seen)}
 
 
-def _variant(config: Any) -> tuple[str, float]:
-    name = str(config.eval.get("inference_variant", "dlrm-99"))
-    if name not in VARIANTS:
-        raise UsageError(f"--config.eval.inference_variant={name!r} is not a v0.7 DLRM "
-                         f"benchmark; use one of {', '.join(VARIANTS)}.")
-    return name, VARIANTS[name]
-
-
 def _check_data(config: Any) -> np.ndarray:
     """The quantile vector of this config; `UsageError` (with the fix) when its data cannot be
     served. Reads no rows."""
@@ -202,7 +200,7 @@ def dlrm_inference_spec(workload: Any) -> InferenceSpec:
     """The `InferenceSpec` of a DLRMWorkload: users of variable size, (prediction, target) per
     pair, AUC as the reference's accuracy script. `UsageError` for data it cannot serve."""
     c = workload.config
-    name, fraction = _variant(c)
+    name, fraction = accuracy_variant(c, VARIANTS, "DLRM")
     quantile = _check_data(c)
     model = workload.model()
 

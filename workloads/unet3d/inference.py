@@ -34,7 +34,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from tpubench.errors import UsageError
-from tpubench.infer.spec import InferenceSpec, Samples, eval_batches, training_eval_quality
+from tpubench.infer.spec import (
+    InferenceSpec,
+    Samples,
+    accuracy_variant,
+    eval_batches,
+    training_eval_quality,
+)
 from workloads.unet3d import dice
 from workloads.unet3d.configs.full import REFERENCE_MEAN_DICE
 
@@ -65,18 +71,10 @@ def mean_dice_metric(regions):
     return accuracy
 
 
-def _variant(config: Any) -> tuple[str, float]:
-    name = str(config.eval.get("inference_variant", "3d-unet-99"))
-    if name not in VARIANTS:
-        raise UsageError(f"--config.eval.inference_variant={name!r} is not a v0.7 3D U-Net "
-                         f"benchmark; use one of {', '.join(VARIANTS)}.")
-    return name, VARIANTS[name]
-
-
 def unet3d_inference_spec(workload: Any) -> InferenceSpec:
     """The `InferenceSpec` of a UNet3DWorkload; `UsageError` for data it cannot serve."""
     c = workload.config
-    name, fraction = _variant(c)
+    name, fraction = accuracy_variant(c, VARIANTS, "3D U-Net")
     if c.data.source == "synthetic":
         raise UsageError("unet3d inference serves the workload's eval volumes, and "
                          "data.source=synthetic has none. Use --config=mini (MNI crops) or "
