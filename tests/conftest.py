@@ -18,8 +18,17 @@ import pathlib
 import shutil
 import tempfile
 
-_SESSION_DIR = pathlib.Path(tempfile.mkdtemp(prefix="tpubench-tests-"))
-atexit.register(shutil.rmtree, _SESSION_DIR, ignore_errors=True)
+# Under pytest-xdist (`pytest -n 2`), the workers share the controller's session directory, and
+# with it one compilation cache: the controller imports this file first and its environment is
+# inherited by the workers it starts; only the process that made the directory removes it.
+_INHERITED = os.environ.get("TPUBENCH_TEST_SESSION_DIR") if os.environ.get(
+    "PYTEST_XDIST_WORKER") else None
+if _INHERITED and pathlib.Path(_INHERITED).is_dir():
+    _SESSION_DIR = pathlib.Path(_INHERITED)
+else:
+    _SESSION_DIR = pathlib.Path(tempfile.mkdtemp(prefix="tpubench-tests-"))
+    atexit.register(shutil.rmtree, _SESSION_DIR, ignore_errors=True)
+    os.environ["TPUBENCH_TEST_SESSION_DIR"] = str(_SESSION_DIR)
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -37,7 +46,7 @@ HERMETIC_DIRS = {
     "TFDS_DATA_DIR": "tensorflow_datasets",
 }
 for _name, _sub in HERMETIC_DIRS.items():
-    (_SESSION_DIR / _sub).mkdir()
+    (_SESSION_DIR / _sub).mkdir(exist_ok=True)
     os.environ[_name] = str(_SESSION_DIR / _sub)
 # Settings from the user's shell that would change a test's result or write outside the session:
 # the default data_dir of every config, a persistent JAX compilation cache, a cluster to join.
