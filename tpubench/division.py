@@ -226,6 +226,10 @@ WORKLOADS: dict[str, dict[str, Tunable]] = {
     },
     "dlrm": {
         "data.global_batch_size": Tunable(_HP + "dlrm | sgd | global_batch_size | unconstrained"),
+        "optimizer.sparse_embedding_update": Tunable(
+            "an implementation choice, not a hyperparameter: the row-sparse and the dense "
+            "embedding update are the same SGD step (workloads/dlrm/sparse.py; "
+            "tests/test_dlrm_sparse.py compares the trajectories)"),
         "optimizer.learning_rate": Tunable(
             _HP + "dlrm | sgd | opt_base_learning_rate, sgd_opt_base_learning_rate | "
             "unconstrained"),

@@ -65,9 +65,15 @@ def make_train_step(
     """One optimizer step on one global batch. `grad_reduce` (pmap path) averages gradients,
     metrics and model state across devices; under jit, XLA inserts the collectives itself."""
     tx = workload.optimizer()
+    custom = workload.train_update_fn() if grad_reduce is None else None
 
     def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict[str, jax.Array]]:
         rng = jax.random.fold_in(state.rng, state.step)
+        if custom is not None:  # the workload's own update (Workload.train_update_fn)
+            params, opt_state, model_state, metrics = custom(
+                state.params, state.opt_state, state.model_state, batch, rng, state.step)
+            return state.replace(step=state.step + 1, params=params, opt_state=opt_state,
+                                 model_state=model_state), metrics
 
         def loss_fn(params):
             return workload.loss(params, state.model_state, batch, rng)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import jax
@@ -146,6 +146,19 @@ class Workload(abc.ABC):
     def learning_rate(self, step: int | jax.Array) -> float | jax.Array:
         """The learning rate at `step` (for logs); 0 if the workload does not expose it."""
         return 0.0
+
+    def train_update_fn(self) -> Callable[..., tuple[PyTree, PyTree, PyTree, dict]] | None:
+        """Optional: an optimizer step of the workload's own, for updates the generic
+        `value_and_grad` + `optimizer()` step cannot express cheaply (DLRM's row-sparse
+        embedding update: a dense gradient of every table row would be materialised).
+
+        None (the default): the harness's step. Otherwise a pure function
+        `(params, opt_state, model_state, batch, rng, step) -> (params, opt_state, model_state,
+        metrics)` with `metrics["loss"]`; it must compute the same update as the generic step
+        (a test should compare the two trajectories). Used on the jit path; the pmap comparison
+        path keeps the generic step.
+        """
+        return None
 
     @abc.abstractmethod
     def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> EvalOutput:

@@ -101,7 +101,11 @@ class DLRM(nn.Module):
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
-    def __call__(self, dense: jax.Array, sparse: jax.Array, train: bool = False) -> jax.Array:
+    def __call__(self, dense: jax.Array, sparse: jax.Array, train: bool = False,
+                 gathered: Sequence[jax.Array] | None = None) -> jax.Array:
+        """`gathered`: each table's looked-up rows [B, D], given by the caller instead of read
+        here (the row-sparse update differentiates with respect to them: workloads/dlrm/
+        sparse.py); the tables are still declared, so the params are the same."""
         del train  # no dropout or batch norm in DLRM
         if self.bottom_mlp[-1] != self.embedding_dim:
             raise ValueError("the bottom MLP must end at the embedding dim for dot interaction")
@@ -119,7 +123,8 @@ class DLRM(nn.Module):
                 (padded_rows(rows, self.shard_min_rows, self.rows_multiple), self.embedding_dim),
                 jnp.float32,
             )
-            embedded.append(jnp.take(table, sparse[:, t], axis=0, mode="clip"))
+            embedded.append(jnp.take(table, sparse[:, t], axis=0, mode="clip")
+                            if gathered is None else gathered[t])
         stacked = jnp.stack(embedded, axis=1).astype(self.dtype)  # [B, T, D]
         stacked = nn.with_logical_constraint(stacked, ("batch", None, None))
 

@@ -21,7 +21,7 @@ from tpubench import mesh
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
-from workloads.dlrm import flights, input_pipeline
+from workloads.dlrm import flights, input_pipeline, sparse
 from workloads.dlrm.model import DLRM, EMBED_ROWS
 
 _CRITEO_HELP = "in config.data.dir; tensorflow-datasets has no Criteo 1TB builder"
@@ -106,6 +106,17 @@ class DLRMWorkload(Workload):
 
     def optimizer(self) -> optax.GradientTransformation:
         return optax.sgd(self.learning_rate)
+
+    def train_update_fn(self):
+        """The row-sparse embedding update (workloads/dlrm/sparse.py) unless
+        `optimizer.sparse_embedding_update` is false (then the harness's dense step)."""
+        if not self.config.optimizer.get("sparse_embedding_update", False):
+            return None
+        tx = self.optimizer()
+        sparse.check_stateless(tx, jax.eval_shape(lambda r: self.init(r)[0],
+                                                  jax.random.PRNGKey(0)))
+        return sparse.make_update(self.model(), tx, self.learning_rate,
+                                  len(self.config.model.table_sizes))
 
     # ---- eval ----------------------------------------------------------------------------------
     def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> EvalOutput:

@@ -61,6 +61,7 @@ def get_config():
 
     # Optimizer: SGD, linear warmup, constant, poly-2 decay to 0.
     c.optimizer.name = "sgd"
+    c.optimizer.sparse_embedding_update = True  # workloads/dlrm/sparse.py: same SGD step
     c.optimizer.learning_rate = 24.0
     c.schedule.warmup_steps = 2750
     c.schedule.decay_start_step = 49315

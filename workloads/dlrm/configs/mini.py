@@ -66,6 +66,7 @@ def get_config():
     c.run.steps_per_dispatch = 48
 
     c.optimizer.name = "sgd"
+    c.optimizer.sparse_embedding_update = True  # workloads/dlrm/sparse.py: same SGD step
     c.optimizer.learning_rate = 4.0
     c.schedule.warmup_steps = 150
     c.schedule.decay_start_step = 150

@@ -37,6 +37,7 @@ def get_config():
     c.run.steps_per_dispatch = 1
 
     c.optimizer.name = "sgd"
+    c.optimizer.sparse_embedding_update = True  # workloads/dlrm/sparse.py: same SGD step
     c.optimizer.learning_rate = 0.1
     c.schedule.warmup_steps = 2
     c.schedule.decay_start_step = 4
