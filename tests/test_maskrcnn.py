@@ -103,8 +103,9 @@ def test_optimizer_freezes_the_stem_res2_and_batch_norms_and_doubles_bias_steps(
 
 def test_backbone_converter_loads_a_made_r50_file(tmp_path):
     """torchvision names -> the R-50 body: a bottleneck's conv3 and downsample land transposed,
-    the frozen batch norm's running stats in batch_stats; a missing tensor is a UsageError.
-    Bites: the stats left at their init (0 / 1)."""
+    the frozen batch norm's running stats in batch_stats; a missing tensor is a UsageError
+    naming ResNet-50. Bites: the stats left at their init (0 / 1); the workload loading with
+    convert's default network (the message asked for ResNet-34)."""
     w = _workload("full", **SHRUNK)
     sd = runs.made_torchvision_state_dict(w)
     path = tmp_path / "r50.npz"
@@ -121,7 +122,8 @@ def test_backbone_converter_loads_a_made_r50_file(tmp_path):
     np.testing.assert_array_equal(p["bn1"]["scale"], sd["bn1.weight"])
     del sd["layer4.0.conv3.weight"]
     np.savez(path, **sd)
-    with pytest.raises(UsageError, match="layer4.0.conv3.weight"):
+    with pytest.raises(UsageError, match="ResNet-50 conv1..layer4.*missing "
+                                         "layer4.0.conv3.weight.*torchvision's resnet50"):
         w2.init(jax.random.key(0))
 
 

@@ -102,11 +102,7 @@ class MaskRCNNWorkload(Workload):
         params, state = super().init(rng)
         path = self.config.model.get("backbone_checkpoint", "")
         if path:
-            new_p, new_s = convert.load_backbone(convert.read_state_dict(path),
-                                                 params["backbone"],
-                                                 state["batch_stats"]["backbone"])
-            params = {**params, "backbone": new_p}
-            state = {**state, "batch_stats": {**state["batch_stats"], "backbone": new_s}}
+            params, state = convert.load_backbone_file(path, params, state, "resnet50")
         return params, state
 
     def check_data(self) -> None:
@@ -118,7 +114,7 @@ class MaskRCNNWorkload(Workload):
         super().check_data()
         path = self.config.model.get("backbone_checkpoint", "")
         if path and not os.path.exists(path):
-            convert.read_state_dict(path)  # the UsageError naming the fix
+            convert.read_state_dict(path, "resnet50")  # the UsageError naming the fix
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
         """Conv kernels [h, w, in, out] and dense [in, out]: output over "tensor"."""

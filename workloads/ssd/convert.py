@@ -11,7 +11,9 @@ tpubench reads that state dict as a `.npz` of the same names (one line with torc
 .items()})`), or the `.pth` itself when torch is importable. Conv kernels go from torch's
 [out, in, h, w] to Flax's [h, w, in, out]; batch-norm weight/bias to scale/bias, running
 mean/var to the batch stats. Every backbone parameter must be in the file with the right
-shape, else `UsageError` names what does not match.
+shape, else `UsageError` names what does not match. Mask R-CNN (workloads/maskrcnn) loads its
+ResNet-50 body from torchvision's `resnet50` state dict the same way (`load_backbone_file`,
+`network="resnet50"`).
 """
 
 from __future__ import annotations
@@ -23,14 +25,20 @@ import numpy as np
 
 from tpubench.errors import UsageError
 
+# The torchvision ImageNet networks whose state dicts `load_backbone` reads -> the part of
+# them the models keep (for messages).
+NETWORKS = {"resnet34": "ResNet-34 conv1..layer3 (SSD)", "resnet50": "ResNet-50 conv1..layer4"}
 
-def read_state_dict(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """name -> array of a torchvision state dict saved as .npz (or .pth with torch)."""
+
+def read_state_dict(path: str | os.PathLike, network: str = "resnet34",
+                    ) -> dict[str, np.ndarray]:
+    """name -> array of a torchvision state dict saved as .npz (or .pth with torch);
+    `network` (a NETWORKS key) names the weights a UsageError asks for."""
     path = os.fspath(path)
     if not os.path.exists(path):
-        raise UsageError(f"Backbone file {path!r} does not exist. Pass the ImageNet ResNet-34 "
-                         "weights with --config.model.backbone_checkpoint=FILE (.npz of the "
-                         "torchvision state dict; see workloads/ssd/convert.py).")
+        raise UsageError(f"Backbone file {path!r} does not exist. Pass the ImageNet "
+                         f"{network} weights with --config.model.backbone_checkpoint=FILE (.npz "
+                         "of the torchvision state dict; see workloads/ssd/convert.py).")
     if path.endswith(".npz"):
         with np.load(path) as f:
             return {k: f[k] for k in f.files}
@@ -39,7 +47,7 @@ def read_state_dict(path: str | os.PathLike) -> dict[str, np.ndarray]:
     except ImportError as e:
         raise UsageError(
             f"{path!r} is not a .npz and torch is not installed to read it. Convert it once "
-            "where torch is: np.savez('resnet34.npz', **{k: v.numpy() for k, v in "
+            f"where torch is: np.savez('{network}.npz', **{{k: v.numpy() for k, v in "
             "torch.load(PTH).items()}) and pass the .npz.") from e
     return {k: v.numpy() for k, v in torch.load(path, map_location="cpu").items()}
 
@@ -63,10 +71,22 @@ def _put(x, value):
     return x.replace_boxed(value) if hasattr(x, "replace_boxed") else value
 
 
+def load_backbone_file(path: str | os.PathLike, params: Any, model_state: Any,
+                       network: str = "resnet34") -> tuple[dict, dict]:
+    """(params, model_state) with the backbone (`params["backbone"]` and
+    `model_state["batch_stats"]["backbone"]`) from the torchvision `network` state dict at
+    `path`, the rest as given: `model.backbone_checkpoint` of ssd and maskrcnn."""
+    new_p, new_s = load_backbone(read_state_dict(path, network), params["backbone"],
+                                 model_state["batch_stats"]["backbone"], network)
+    return ({**params, "backbone": new_p},
+            {**model_state, "batch_stats": {**model_state["batch_stats"], "backbone": new_s}})
+
+
 def load_backbone(state: dict[str, np.ndarray], params: Any, batch_stats: Any,
-                  ) -> tuple[dict, dict]:
+                  network: str = "resnet34") -> tuple[dict, dict]:
     """New (params["backbone"], batch_stats["backbone"]) with the state dict's values; the
-    given trees give the names and shapes (numpy or abstract arrays)."""
+    given trees give the names and shapes (numpy or abstract arrays); `network` (a NETWORKS
+    key) names the file a UsageError asks for."""
     missing, wrong = [], []
 
     def take(name, like, transform=lambda a: a):
@@ -102,11 +122,11 @@ def load_backbone(state: dict[str, np.ndarray], params: Any, batch_stats: Any,
     new_params, new_stats = walk(params, batch_stats, ())
     if missing or wrong:
         raise UsageError(
-            "The backbone file does not match ResNet-34 conv1..layer3 of this model: "
+            f"The backbone file does not match {NETWORKS[network]} of this model: "
             + (f"missing {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}; "
                if missing else "")
             + (f"wrong shapes: {', '.join(wrong[:5])}" if wrong else "")
-            + ". Pass torchvision's resnet34 state dict (workloads/ssd/convert.py).")
+            + f". Pass torchvision's {network} state dict (workloads/ssd/convert.py).")
     return new_params, new_stats
 
 

@@ -90,11 +90,7 @@ class SSDWorkload(Workload):
                                                 state["batch_stats"])
             return new_p, {**state, "batch_stats": new_s}
         if path:
-            new_p, new_s = convert.load_backbone(convert.read_state_dict(path),
-                                                 params["backbone"],
-                                                 state["batch_stats"]["backbone"])
-            params = {**params, "backbone": new_p}
-            state = {**state, "batch_stats": {**state["batch_stats"], "backbone": new_s}}
+            params, state = convert.load_backbone_file(path, params, state)
         return params, state
 
     def check_data(self) -> None:
