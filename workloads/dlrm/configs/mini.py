@@ -29,6 +29,16 @@ budget. The gradient-boosted trees (0.7950) stay ahead of the
 DLRM's final AUC (0.7940 and 0.7905): the target is above every linear baseline, not above the
 GBDT.
 
+Fragile (measured 2026-12-02, JAX CPU, full budget of 1,728 steps): at lr 4.0 a change of
+float rounding changes the trajectory within ~18 steps (dense vs row-sparse update, or the
+dense update at lr 4.000004: parameters differ by ~1e-6 relative at step 12 and ~1e-2 at step
+18), and some trajectories blow up. Row-sparse update: seed 0 NaN before step 144, seed 1
+success at 1,008, seed 2 success at 1,152 (dense seed 2: also 1,152); dense at lr 4.000004,
+seed 0: success at 1,008; lr 3.0 row-sparse: seed 0 peaks at 0.7846 (aborted), seed 1 NaN
+before step 144; warmup 300 (row-sparse): no NaN on seeds 0-2, success at 1,008 / 1,440 on
+seeds 1 / 2, seed 0 peaks at 0.7867 (aborted). So the step figures above hold for the dense
+update only, and the mini needs a steadier setting (next: warmup and lr together, more seeds).
+
 History: the previous mini (14 tables, among them `tailnum_date` with 251,727 rows at 1.3
 flights per value, `dest_date`, `carrier_date`, `origin_time_hour`, `time_hour`, no frequency
 threshold; lr 2.0) had its target 0.81 below the one-hot logistic regression on its features
@@ -66,7 +76,10 @@ def get_config():
     c.run.steps_per_dispatch = 48
 
     c.optimizer.name = "sgd"
-    c.optimizer.sparse_embedding_update = True  # workloads/dlrm/sparse.py: same SGD step
+    # The dense update (the harness's step), on which the curves above were measured: the
+    # row-sparse one (workloads/dlrm/sparse.py, the full config's) is the same SGD step up to
+    # float rounding, but this mini's lr-4.0 trajectories are chaotic (see "Fragile" above).
+    c.optimizer.sparse_embedding_update = False
     c.optimizer.learning_rate = 4.0
     c.schedule.warmup_steps = 150
     c.schedule.decay_start_step = 150
