@@ -41,10 +41,16 @@ def make_divisible(v: float, divisor: int = 8) -> int:
     return new + divisor if new < 0.9 * v else new
 
 
-def _norm(train: bool, dtype: Any, bn_span: int):
-    # Keras BN: momentum 0.999, epsilon 1e-3 (the TF OD extractors use 0.9997 / 1e-3).
+# Keras applications' MobileNet / MobileNetV2 BatchNormalization: momentum 0.999, epsilon 1e-3
+# (the full configs' `model.bn_momentum`; the TF object-detection pipeline that trained the
+# v0.7 reference checkpoint, samples/configs/ssd_mobilenet_v1_coco.config, uses decay 0.9997,
+# epsilon 0.001). The minis set 0.9 (configs/mobilenet_v2_mini.py says why).
+BN_MOMENTUM = 0.999
+
+
+def _norm(train: bool, dtype: Any, bn_span: int, momentum: float):
     return partial(layers.BatchNorm, use_running_average=not train, span=bn_span,
-                   momentum=0.999, epsilon=1e-3, dtype=dtype)
+                   momentum=momentum, epsilon=1e-3, dtype=dtype)
 
 
 def _conv_init():
@@ -96,6 +102,7 @@ class ConvBN(nn.Module):
     relu: bool = True
     dtype: Any = jnp.float32
     bn_span: int = 0
+    bn_momentum: float = BN_MOMENTUM
     depthwise_impl: str = "conv"
 
     @nn.compact
@@ -107,7 +114,7 @@ class ConvBN(nn.Module):
             x = nn.Conv(self.filters, (self.kernel,) * 2, (self.strides,) * 2, padding="SAME",
                         feature_group_count=groups, use_bias=False, dtype=self.dtype,
                         kernel_init=_conv_init(), name="conv")(x)
-        x = _norm(train, self.dtype, self.bn_span)(name="bn")(x)
+        x = _norm(train, self.dtype, self.bn_span, self.bn_momentum)(name="bn")(x)
         return jnp.minimum(nn.relu(x), 6.0) if self.relu else x
 
 
@@ -118,12 +125,13 @@ class MobileNetV1(nn.Module):
     stem_stride: int = 2
     dtype: Any = jnp.float32
     bn_span: int = 0
+    bn_momentum: float = BN_MOMENTUM
     depthwise_impl: str = "conv"
 
     @nn.compact
     def __call__(self, x, train: bool):
         cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span,
-                     depthwise_impl=self.depthwise_impl)
+                     bn_momentum=self.bn_momentum, depthwise_impl=self.depthwise_impl)
         x = cb(int(32 * self.width), 3, self.stem_stride, name="Conv2d_0")(x, train)
         taps = []
         for i, (c, s) in enumerate(V1_PLAN, start=1):
@@ -143,12 +151,13 @@ class InvertedResidual(nn.Module):
     strides: int
     dtype: Any = jnp.float32
     bn_span: int = 0
+    bn_momentum: float = BN_MOMENTUM
     depthwise_impl: str = "conv"
 
     @nn.compact
     def __call__(self, x, train: bool):
         cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span,
-                     depthwise_impl=self.depthwise_impl)
+                     bn_momentum=self.bn_momentum, depthwise_impl=self.depthwise_impl)
         y = x
         if self.expansion != 1:
             y = cb(x.shape[-1] * self.expansion, 1, name="expand")(y, train)
@@ -167,13 +176,14 @@ class MobileNetV2(nn.Module):
     stem_stride: int = 2
     dtype: Any = jnp.float32
     bn_span: int = 0
+    bn_momentum: float = BN_MOMENTUM
     depthwise_impl: str = "conv"
     plan: Sequence[Sequence[int]] = V2_PLAN
 
     @nn.compact
     def __call__(self, x, train: bool):
         cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span,
-                     depthwise_impl=self.depthwise_impl)
+                     bn_momentum=self.bn_momentum, depthwise_impl=self.depthwise_impl)
         x = cb(make_divisible(32 * self.width), 3, self.stem_stride, name="stem")(x, train)
         taps, block = [], 0
         for t, c, n, s in self.plan:
@@ -181,8 +191,8 @@ class MobileNetV2(nn.Module):
                 block += 1
                 x, expanded = InvertedResidual(
                     t, make_divisible(c * self.width), s if j == 0 else 1, dtype=self.dtype,
-                    bn_span=self.bn_span, depthwise_impl=self.depthwise_impl,
-                    name=f"block{block}")(x, train)
+                    bn_span=self.bn_span, bn_momentum=self.bn_momentum,
+                    depthwise_impl=self.depthwise_impl, name=f"block{block}")(x, train)
                 if block == 14:  # TF's layer_15: the first 160-channel block (0 = the stem)
                     taps.append(expanded)
         last = make_divisible(1280 * self.width) if self.width > 1.0 else 1280
@@ -198,9 +208,11 @@ class TFExtraBlock(nn.Module):
     out: int
     dtype: Any = jnp.float32
     bn_span: int = 0
+    bn_momentum: float = BN_MOMENTUM
 
     @nn.compact
     def __call__(self, x, train: bool):
-        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span)
+        cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span,
+                     bn_momentum=self.bn_momentum)
         x = cb(self.mid, 1, name="conv1")(x, train)
         return cb(self.out, 3, 2, name="conv2")(x, train)

@@ -71,13 +71,14 @@ class ResNetBackbone(nn.Module):
     stage_strides: Sequence[int] = (1, 2, 1)
     dtype: Any = jnp.float32
     bn_span: int = 0
+    bn_momentum: float = 0.9  # torch BatchNorm2d momentum 0.1
 
     @nn.compact
     def __call__(self, x, train: bool):
         conv = partial(nn.Conv, use_bias=False, dtype=self.dtype, kernel_init=KAIMING,
                        padding=((1, 1), (1, 1)))
         norm = partial(layers.BatchNorm, use_running_average=not train, span=self.bn_span,
-                       momentum=0.9, epsilon=1e-5, dtype=self.dtype)  # torch BN momentum 0.1
+                       momentum=self.bn_momentum, epsilon=1e-5, dtype=self.dtype)
         x = conv(self.widths[0], (7, 7), (2, 2), padding=((3, 3), (3, 3)), name="conv1")(x)
         x = nn.relu(norm(name="bn1")(x))
         x = nn.max_pool(x, (3, 3), strides=(2, 2), padding=((1, 1), (1, 1)))
@@ -113,12 +114,16 @@ class SSD(nn.Module):
     stem_stride: int = 2  # MobileNet first conv stride (1 in the minis)
     head_kernel: int = 3
     depthwise_impl: str = "conv"  # MobileNet depthwise convs: "conv" (grouped) or "shifts"
+    # Running-statistics momentum of every batch norm; None: the backbone's reference value
+    # (ResNet 0.9, torch's; MobileNet 0.999, Keras's: mobilenet.BN_MOMENTUM).
+    bn_momentum: float | None = None
 
     def _maps(self, x, train: bool) -> list[Any]:
         """The feature maps the heads read: backbone taps, then one per extra block."""
         if self.backbone == "resnet34":
             x = ResNetBackbone(self.stage_sizes, self.widths, dtype=self.dtype,
-                               bn_span=self.bn_span, name="backbone")(x, train)
+                               bn_span=self.bn_span, name="backbone",
+                               **self._momentum())(x, train)
             maps = [x]
             conv = partial(nn.Conv, dtype=self.dtype, kernel_init=XAVIER)
             for i, (mid, out, stride, pad) in enumerate(self.extras):
@@ -135,13 +140,16 @@ class SSD(nn.Module):
                              f"{', '.join(nets)})")
         maps = nets[self.backbone](self.width, self.stem_stride, dtype=self.dtype,
                                    bn_span=self.bn_span, depthwise_impl=self.depthwise_impl,
-                                   name="backbone")(x, train)
+                                   name="backbone", **self._momentum())(x, train)
         x = maps[-1]
         for i, (mid, out, *_) in enumerate(self.extras):
             x = mobilenet.TFExtraBlock(mid, out, dtype=self.dtype, bn_span=self.bn_span,
-                                       name=f"extra{i}")(x, train)
+                                       name=f"extra{i}", **self._momentum())(x, train)
             maps.append(x)
         return maps
+
+    def _momentum(self) -> dict[str, float]:
+        return {} if self.bn_momentum is None else {"bn_momentum": float(self.bn_momentum)}
 
     @nn.compact
     def __call__(self, x, train: bool = True):

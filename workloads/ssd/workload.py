@@ -66,6 +66,7 @@ class SSDWorkload(Workload):
             backbone=str(m.get("backbone", "resnet34")), width=float(m.get("width", 1.0)),
             stem_stride=int(m.get("stem_stride", 2)), head_kernel=int(m.get("head_kernel", 3)),
             depthwise_impl=str(m.get("depthwise_impl", "conv")),
+            bn_momentum=None if m.get("bn_momentum") is None else float(m.bn_momentum),
             dtype=jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32)
 
     def init(self, rng):

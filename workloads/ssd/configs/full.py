@@ -74,6 +74,7 @@ def get_config() -> ml_collections.ConfigDict:
         "scales": (21, 45, 99, 153, 207, 261, 315),
         "aspect_ratios": ((2,), (2, 3), (2, 3), (2, 3), (2,), (2,))})
     c.model.backbone_checkpoint = ""  # ImageNet ResNet-34 (.npz of torchvision names)
+    c.model.bn_momentum = 0.9  # running statistics (torch BatchNorm2d's default momentum 0.1)
     c.optimizer.update({"name": "sgd", "learning_rate": 2.5e-3 * c.data.global_batch_size / 32,
                         "momentum": 0.9, "weight_decay": 5e-4})
     c.schedule.warmup_factor = 0

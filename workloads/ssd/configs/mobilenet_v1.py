@@ -44,5 +44,9 @@ def get_config() -> ml_collections.ConfigDict:
     # whole model (its heads do not fit this config's: workloads/ssd/convert_mobilenet.py).
     c.model.checkpoint = ""
     c.model.depthwise_impl = "conv"  # grouped convs (the minis: "shifts", for XLA:CPU)
+    # Keras MobileNet / MobileNetV2's BatchNormalization momentum (epsilon 1e-3 in the model);
+    # the TF OD pipeline that trained the reference checkpoint used decay 0.9997
+    # (object_detection/samples/configs/ssd_mobilenet_v1_coco.config). Training only.
+    c.model.bn_momentum = 0.999
     c.model.dtype = "float32"
     return c
