@@ -64,6 +64,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.schedule.decay_steps = (3000, 4000)
     c.eval.max_per_class = 20
     c.eval.max_detections = 20
+    c.eval.mask_paste = "aligned"  # the reference's paste is half a pixel off: 1-2 px strokes
     c.eval.target_values = ml_collections.ConfigDict({"BBOX": 0.5, "SEGM": 0.5})
     c.eval.target_value = c.eval.target_values.BBOX
     c.eval.target_provisional = True  # not converged yet (see above)
