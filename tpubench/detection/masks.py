@@ -14,11 +14,12 @@ padded by one pixel (30 x 30) on a box grown by 30 / 28, resized bilinearly (ali
 to the integer box, thresholded at 0.5 and written into the image. It reads the box as the
 reference's INCLUSIVE box (x2 - 1), while `targets` spreads the 28 cells over the exclusive box
 [x1, x2): pasting the target of a ground truth back lands half a pixel up and left and slightly
-shrunk (measured on the mini's eval canvases: mean mask IoU 0.73 with the ground truth, SEGM AP
-0.42 for otherwise perfect detections). On COCO objects that costs little; on the mini's 1-2 px
-strokes it is most of the mask AP. `paste_aligned` is the exact inverse of `targets` (pixel k's
-centre k + 0.5 sampled bilinearly in the 28 x 28 cells, zero outside: Detectron2's aligned
-paste); configs choose with `eval.mask_paste` ("reference" for the MLPerf config).
+shrunk (measured on the mini's first 100 eval canvases: mean mask IoU 0.73 with the ground
+truth; SEGM AP 0.42 for otherwise perfect detections). Half a pixel is a small share of most
+COCO objects (not measured here); on the mini's 1-2 px strokes it is most of the mask AP.
+`paste_aligned` is the exact inverse of `targets` (pixel k's centre k + 0.5 sampled bilinearly
+in the 28 x 28 cells, zero outside, as Detectron2's `paste_masks_in_image`); configs choose
+with `eval.mask_paste` ("reference" for the MLPerf config).
 """
 
 from __future__ import annotations
