@@ -48,6 +48,11 @@ DATA_SOURCES = {
 }
 
 
+# eval.mask_paste: the reference's Masker (inclusive boxes, half a pixel off the targets) or the
+# exact inverse of this suite's mask targets (tpubench/detection/masks.py's docstring).
+_PASTES = {"reference": masks.paste, "aligned": masks.paste_aligned}
+
+
 class MaskRCNNWorkload(Workload):
     """Mask R-CNN with a ResNet-50-FPN backbone; box AP and mask AP by pycocotools."""
 
@@ -107,6 +112,11 @@ class MaskRCNNWorkload(Workload):
 
     def check_data(self) -> None:
         """The data source's check, the backbone file's existence and the input size."""
+        paste = self.config.eval.mask_paste
+        if paste not in _PASTES:
+            raise UsageError(f"maskrcnn: eval.mask_paste={paste!r} is not one of "
+                             f"{sorted(_PASTES)} (\"reference\": the v0.7 Masker; \"aligned\": "
+                             "the inverse of the mask targets).")
         s = int(self.config.data.image_size)
         if s % 64:
             raise UsageError(f"maskrcnn: data.image_size={s} must be a multiple of 64 (P6 is "
@@ -181,13 +191,14 @@ class MaskRCNNWorkload(Workload):
     def eval_finalize(self, results: EvalResults) -> dict[str, float]:
         """{"BBOX": box AP, "SEGM": mask AP}, AP@[.5:.95] by pycocotools over the real images."""
         p = results.per_example
+        paste = _PASTES[self.config.eval.mask_paste]
         det_rles, gt_rles = [], []
         for i in range(len(p["det_labels"])):
             h, w = (int(round(float(v))) for v in p["size"][i])
             sc = np.array([w, h, w, h], np.float64)
             det_rles.append({
-                k: masks.encode_rle(masks.paste(np.asarray(p["det_masks"][i, k], np.float32),
-                                                p["det_boxes"][i, k] * sc, h, w))
+                k: masks.encode_rle(paste(np.asarray(p["det_masks"][i, k], np.float32),
+                                          p["det_boxes"][i, k] * sc, h, w))
                 for k in np.nonzero(p["det_labels"][i] > 0)[0]})
             gt_rles.append({j: masks.encode_rle(p["gt_masks"][i, j])
                             for j in np.nonzero(p["gt_labels"][i] > 0)[0]})

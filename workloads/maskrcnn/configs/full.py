@@ -97,6 +97,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.eval.nms_iou = 0.5
     c.eval.max_per_class = 100
     c.eval.max_detections = 100
+    c.eval.mask_paste = "reference"  # mask_head/inference.py Masker (tpubench/detection/masks.py)
     c.eval.target_metric = "box AP / mask AP"
     c.eval.target_values = ml_collections.ConfigDict(rules.target_thresholds("maskrcnn"))
     c.eval.target_value = c.eval.target_values.BBOX
