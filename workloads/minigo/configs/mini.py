@@ -11,18 +11,20 @@ last 4 generations, each example under a random board symmetry (the reference's
 
 Issue 14 (self-play did not learn): with 16 steps a generation and no symmetries the net stayed
 at an untrained net's strength (mini_frozen's docstring). No sign or alignment bug was found
-(value targets, policy targets, observation planes, the search's value convention: checked,
-see the issue-14 report); the fix is more training a generation (64 steps) with the
-reference's symmetry augmentation. Measured with `python benchmarks/minigo_learning.py OUT 10 2
+(value targets, policy targets, observation planes, the search's value convention: checked
+in issue 14); what changed is more training a generation (64 steps) and the reference's
+symmetry augmentation (not ablated apart: which of the two matters is not measured). Measured with `python benchmarks/minigo_learning.py OUT 10 2
 40 run.seed=S` (the harness's self-play, window and train dispatch; `match.ModelEvaluator`
 against generation 0, the run's own frozen untrained net, 40 games a match, 20 per colour,
 standard error <= 0.08; the figures came from its draft, the same computation), this config,
-on a 2-core machine shared by ~15 jobs (no clock figures; counts are generations):
+on a 2-core machine at load average ~15 (no clock figures; counts are generations):
   seed 0, win rate vs generation 0 at generations 2, 4, 6, 8, 10: 0.600, 0.675, 0.600, 0.825,
     0.925; the value MSE of the net on the NEXT generation's self-play positions (unseen;
     predicting 0 scores 1.0) by generation 1-10: 1.032, 1.165, 0.957, 1.080, 0.990, 0.938,
     0.890, 0.843, 0.790, 0.734
-  seed 1: SEED1_CURVE
+  seed 1, at generations 2, 4, 6, 8: 0.850, 0.825, 0.850, 0.950; value MSE on the next
+    generation's positions, generations 1-8: 1.000, 1.182, 0.883, 0.959, 0.933, 0.822, 0.710,
+    0.928
 Against GNU Go (the target here) it is NOT re-measured since the change: the figures below are
 the old settings' (16 steps, no symmetries), so the target stays provisional.
 
