@@ -6,6 +6,8 @@ harness's (`tpubench.generations`); this module says what a generation plays and
   selfplay   `data.games_per_generation` games of batched MCTS (`workloads/minigo/play.py`:
              pgx rules, mctx search) with the current network, on device; every position
              becomes an example (features, visit distribution, final result).
+  augment    each train example under a random one of the board's 8 symmetries
+             (`data.random_rotation`, the reference's `random_rotation=True`: symmetry.py).
   loss       the reference's `dual_net.py` loss: policy cross-entropy against the visit
              distribution + `value_cost_weight` * mean squared value error + `l2_strength` *
              the sum of squared weights (`model_fn`, reg_term; biases and BN excluded).
@@ -30,7 +32,7 @@ from flax import linen as nn
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.generations import GenerationWorkload
-from workloads.minigo import gtp, match, play
+from workloads.minigo import gtp, match, play, symmetry
 from workloads.minigo.model import DualNet
 
 FEATURES = 17  # 8 history planes per colour + the colour to play (pgx's and minigo's)
@@ -80,8 +82,10 @@ class MiniGoWorkload(GenerationWorkload):
         return policy_loss, value_loss
 
     def loss(self, params, model_state, batch, rng):
-        del rng
         m = self.config.model
+        if self.config.data.random_rotation:  # the reference's training augmentation
+            inputs, policy = symmetry.random_symmetry(rng, batch["inputs"], batch["policy"])
+            batch = dict(batch, inputs=inputs, policy=policy)
         (logits, value), new_state = self.model().apply(
             {"params": params, **model_state}, batch["inputs"], train=True,
             mutable=["batch_stats"])

@@ -56,6 +56,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.noise_mix = 0.25
     c.data.softpick_moves = 19 * 19 // 12
     c.data.window_generations = 5
+    c.data.random_rotation = True  # train.py: random_rotation=True (symmetry.py)
 
     c.eval.opponent = "model"
     c.eval.target_file = ""

@@ -23,6 +23,11 @@ seed-0 learner by generation: 0.500, 0.650, 0.650, 0.625, 0.625, 0.525, 0.525, 0
 0.400. The target trained for 4 generations (its own rates against an untrained net: 0.625,
 0.500, 0.600, 0.550) is no stronger than an untrained net: this mini's self-play does not
 measurably learn in 10 generations, so no frozen-checkpoint target gives a curve either.
+
+Issue 14: no bug was found in the targets or the search; `mini` now trains 64 steps a
+generation on examples under random board symmetries and beats its own untrained net 0.825
+and 0.925 at generations 8 and 10 (seed 0, 40 games; mini.py's docstring). This config keeps
+the old settings (16 steps, no symmetries) until its curve and target are re-measured with them.
 """
 
 import ml_collections
@@ -39,4 +44,8 @@ def get_config() -> ml_collections.ConfigDict:
     c.eval.games = 20
     c.eval.samples = 20
     c.eval.target_value = 0.7
+    # The settings its measurements (above) and tests/test_minigo_mini.py were taken with, kept
+    # until they are re-measured with the mini's issue-14 training (64 steps, symmetries).
+    c.schedule.steps_per_generation = 16
+    c.data.random_rotation = False
     return c
