@@ -52,7 +52,16 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.target_lang = "de"
     c.data.lowercase = False
     c.data.cache_dir = ""
-    c.data.tokenizer = "subword"
+    # The reference's vocabulary (download_dataset.sh, seq2seq/data/tokenizer.py; cited in
+    # workloads/transformer/moses_bpe.py): Moses tokenization, clean-corpus-n.perl 1 80, the
+    # latin-1 filter, 32,000 joint subword-nmt BPE merges, specials, padded to a multiple of 8.
+    c.data.tokenizer = "bpe"
+    c.data.num_merges = 32000  # download_dataset.sh: merge_ops=32000
+    c.data.clean_min_len = 1  # download_dataset.sh: clean-corpus-n.perl ... 1 80
+    c.data.clean_max_len = 80
+    c.data.vocab_pad_multiple = 8  # seq2seq/utils.py pad_vocabulary: 8 under --math fp16
+    c.data.prepare_workers = 0  # Moses tokenization processes in the prepare step; 0 = all cores
+    # Keys of data.tokenizer="subword" / "sentencepiece" (open division here):
     c.data.vocab_file = ""
     c.data.vocab_min_count = 6
     c.data.vocab_file_byte_limit = 10**6
