@@ -37,7 +37,8 @@ FRAMES = [
 # and the boundary pairs it keeps.
 DROPPED = [(" ".join(["word"] * 81), " ".join(["Wort"] * 10)), ("Yes", " ".join(["eins"] * 10)),
            ("Hello world", "Привет Welt"), ("Nothing here", "")]
-KEPT_AT_BOUNDARY = [(" ".join(["word"] * 80), " ".join(["Wort"] * 9)), ("No", " ".join(["neun"] * 9))]
+KEPT_AT_BOUNDARY = [(" ".join(["word"] * 80), " ".join(["Wort"] * 9)),
+                    ("No", " ".join(["neun"] * 9))]
 
 
 def made_corpus(n: int = 300) -> list[tuple[str, str]]:
@@ -168,6 +169,47 @@ def test_decode_undoes_bpe_and_detokenizes_as_the_reference(bpe_workload):
                                         tokenize="intl").score / 100
 
 
+def test_batches_end_in_the_reference_eos_and_the_decoder_starts_from_bos(bpe_workload,
+                                                                        monkeypatch):
+    """On the prepared ids: train and eval rows end in EOS (3); the loss feeds the decoder BOS
+    (2) then the targets (the reference's targets begin with BOS) and beam search starts from
+    BOS and stops at EOS (a stand-in model records what it is given: nothing compiles).
+    Bites: the loss's shift_right without the start id (PAD 0 first); beam search given
+    model_lib.EOS_ID (1, the reference's UNK)."""
+    import jax.numpy as jnp
+
+    from workloads.gnmt import decode as decode_lib
+
+    w = bpe_workload
+    batch = next(w.train_batches(0, 0, 1))
+    eval_inputs = next(w.eval_batches(0, 1))["inputs"][:3]
+    for rows in (batch["inputs"], batch["targets"], eval_inputs):
+        lengths = (rows != moses_bpe.PAD_ID).sum(1)
+        assert (rows[np.arange(len(rows)), lengths - 1] == moses_bpe.EOS_ID).all()
+    seen = {}
+
+    class Recorder:
+        def apply(self, variables, *args, method=None, **kwargs):
+            seen.setdefault(getattr(method, "__name__", "call"), args)
+            x = args[0]
+            if method is None:  # teacher-forced logits
+                return jnp.zeros((*x.shape, 8))
+            return jnp.zeros((x.shape[0], x.shape[1], 4))  # encode / attention_keys
+
+    def beam_search(step, cache, batch, beam, in_len, length, start_id, eos_id, *rest):
+        seen["beam"] = (start_id, eos_id)
+        return jnp.zeros((batch, length - 1), jnp.int32), jnp.zeros((batch,))
+
+    monkeypatch.setattr(w, "model", lambda train=False: Recorder())
+    monkeypatch.setattr(decode_lib, "beam_search", beam_search)
+    w.loss({}, {}, batch, None)
+    tgt_in = np.asarray(seen["call"][1])
+    np.testing.assert_array_equal(tgt_in[:, 0], moses_bpe.BOS_ID)
+    np.testing.assert_array_equal(tgt_in[:, 1:], batch["targets"][:, :-1])
+    w.translate({}, jnp.asarray(eval_inputs))
+    assert seen["beam"] == (moses_bpe.BOS_ID, moses_bpe.EOS_ID)
+
+
 def test_the_full_config_uses_the_reference_vocabulary_and_is_closed_on_tfds(tmp_path):
     """The full config: bpe, 32,000 merges, pad 8, clean 1-80; a tfds run with it stays closed,
     one with another tokenizer is open with the reason. Bites: the open-division branch without
@@ -187,7 +229,7 @@ def test_bad_input_is_a_usage_error_before_the_corpus_is_read(tmp_path, monkeypa
     """Missing sacremoses or subword-nmt names the install command, a bad num_merges the
     reference's value, an empty corpus says so, and the Transformer refuses this vocabulary.
     Bites: check_config called after read_train (the missing-package case reads the corpus);
-    no empty-corpus check (subword-nmt writes empty codes)."""
+    no empty-corpus check (reported as "no pair survives cleaning" instead)."""
     def never():
         raise AssertionError("the corpus was read before the check")
 
