@@ -11,11 +11,14 @@ tokenization, as the reference's `seq2seq/inference/inference.py` runs
 
 Data: the sentence pairs the Transformer workload's prepare step writes
 (`workloads/transformer/prepared.py`, under `cache_dir/gnmt/`): Multi30k (mini) or the WMT16
-corpora through tfds (full). Pairs longer than `data.max_len` tokens with the reference's start
-and end tokens counted (`--max-length-train 50`, "including special BOS and EOS tokens") are
-discarded. Ids: 0 = PAD (also the decoder's start token), 1 = EOS; sources end in EOS and, unlike
-the reference's, carry no BOS (our vocabularies have no BOS id), so a kept pair has at most
-`max_len - 1` ids with EOS on each side.
+corpora through tfds (full), in the full config with the reference's Moses + BPE vocabulary
+(`data.tokenizer="bpe"`, `workloads/transformer/moses_bpe.py`). Pairs longer than
+`data.max_len` tokens with the reference's start and end tokens counted (`--max-length-train
+50`, "including special BOS and EOS tokens") are discarded. Ids: with the BPE vocabulary the
+reference's (PAD 0, UNK 1, BOS 2 = the decoder's start token, EOS 3); with the mini's
+SentencePiece (or the subword) vocabulary 0 = PAD (also the decoder's start token), 1 = EOS.
+Sources end in EOS and, unlike the reference's, carry no BOS before their words, so a kept pair
+has at most `max_len - 1` ids with EOS on each side.
 """
 
 from __future__ import annotations
