@@ -133,7 +133,8 @@ def test_decode_undoes_bpe_and_detokenizes_as_the_reference(bpe_workload):
     (its language) then detokenizer (language en, as the reference's detokenizer.perl without
     -l) would; a row is cut at EOS and PAD/BOS are dropped; unknown pieces decode as <unk>.
     Bites: keeping "@@" (pieces not joined); detokenizing German as de (the English sentences'
-    "'s" stay apart); not cutting at EOS."""
+    "'s" stay apart); not cutting at EOS; no guard for ids past the table (IndexError: a
+    model with more rows than the vocabulary, as the smoke run with bpe hit)."""
     w = bpe_workload
     tok = w.tokenizer()
     detok = MosesDetokenizer(lang="en")
@@ -152,6 +153,7 @@ def test_decode_undoes_bpe_and_detokenizes_as_the_reference(bpe_workload):
     row = np.array([[moses_bpe.BOS_ID, *tok.encode(["The dog"], "en")[0][:-1], moses_bpe.PAD_ID,
                      moses_bpe.EOS_ID, 7]])
     assert tok.decode(row) == ["The dog"]
+    assert tok.decode(np.array([[tok.vocab_size + 5, moses_bpe.EOS_ID]])) == ["<unk>"]
     # pieces the vocabulary lacks ("z@@", "a") are UNK, whose token has no "@@" (tokenizer.py)
     assert tok.decode(tok.encode(["The zebra"], "en")) == ["The <unk> ebr<unk>"]
     # eval_finalize scores the decoded text with sacreBLEU -lc --tokenize intl (inference.py)

@@ -222,12 +222,15 @@ class BpeTokenizer:
 
     def decode_bpe(self, rows: np.ndarray) -> list[str]:
         """[n, length] ids -> the reference's `detokenize`: cut at EOS, tokens joined by " ",
-        "@@ " and "@@" removed, special tokens removed, stripped."""
+        "@@ " and "@@" removed, special tokens removed, stripped. An id past the table (a model
+        with more rows than the prepared vocabulary) reads as UNK."""
         out = []
+        n = len(self.tokens)
         for row in np.asarray(rows).tolist():
             if EOS_ID in row:
                 row = row[: row.index(EOS_ID)]
-            text = " ".join(self.tokens[i] for i in row if i not in (PAD_ID, BOS_ID))
+            text = " ".join(self.tokens[i if i < n else UNK_ID] for i in row
+                            if i not in (PAD_ID, BOS_ID))
             text = text.replace(SEPARATOR + " ", "").replace(SEPARATOR, "")
             for special in (BOS, EOS, PAD):
                 text = text.replace(special, "")
