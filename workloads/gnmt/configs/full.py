@@ -40,7 +40,8 @@ checked against 32,320 (the prepare step refuses a vocabulary larger than model.
 Measured: never run at full scale here (no accelerator). Tests instantiate it abstractly
 (parameter count) and run one step of it on synthetic data with a tiny model; its MLPerf log
 fails only the quality target. `tpubench fit gnmt --config=full --topology=v4:2x2x1` (compile
-only, data unprepared: eval sources of 49 ids) reported per device: train block 3.00 GiB of
+only, data unprepared: eval sources of 49 ids; rerun 2026-12-02 with data.tokenizer=bpe and
+ALLOW_MULTIPLE_LIBTPU_LOAD=1, the same figures) reported per device: train block 3.00 GiB of
 32 GiB HBM (9%), eval step 0.90 GiB, 0.865 TFLOP and 23.98 GB accessed per step, roofline step
 time >= 19.98 ms (at most 6,405 examples/s).
 """
