@@ -220,9 +220,10 @@ class GNMT(nn.Module):
         return logits
 
 
-def shift_right(targets: jax.Array) -> jax.Array:
-    """Decoder inputs: the start token (PAD_ID) then the targets without their last column."""
-    return jnp.pad(targets, ((0, 0), (1, 0)), constant_values=PAD_ID)[:, :-1]
+def shift_right(targets: jax.Array, start_id: int = PAD_ID) -> jax.Array:
+    """Decoder inputs: the start token (PAD_ID; BOS with the reference's BPE vocabulary) then
+    the targets without their last column."""
+    return jnp.pad(targets, ((0, 0), (1, 0)), constant_values=start_id)[:, :-1]
 
 
 def reference_param_count(vocab_size: int, hidden: int = 1024, layers: int = 4) -> int:

@@ -11,11 +11,14 @@ tokenization, as the reference's `seq2seq/inference/inference.py` runs
 
 Data: the sentence pairs the Transformer workload's prepare step writes
 (`workloads/transformer/prepared.py`, under `cache_dir/gnmt/`): Multi30k (mini) or the WMT16
-corpora through tfds (full). Pairs longer than `data.max_len` tokens with the reference's start
-and end tokens counted (`--max-length-train 50`, "including special BOS and EOS tokens") are
-discarded. Ids: 0 = PAD (also the decoder's start token), 1 = EOS; sources end in EOS and, unlike
-the reference's, carry no BOS (our vocabularies have no BOS id), so a kept pair has at most
-`max_len - 1` ids with EOS on each side.
+corpora through tfds (full), in the full config with the reference's Moses + BPE vocabulary
+(`data.tokenizer="bpe"`, `workloads/transformer/moses_bpe.py`). Pairs longer than
+`data.max_len` tokens with the reference's start and end tokens counted (`--max-length-train
+50`, "including special BOS and EOS tokens") are discarded. Ids: with the BPE vocabulary the
+reference's (PAD 0, UNK 1, BOS 2 = the decoder's start token, EOS 3); with the mini's
+SentencePiece (or the subword) vocabulary 0 = PAD (also the decoder's start token), 1 = EOS.
+Sources end in EOS and, unlike the reference's, carry no BOS before their words, so a kept pair
+has at most `max_len - 1` ids with EOS on each side.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from tpubench.workload import Batch, PyTree, Workload
 from workloads.gnmt import decode as decode_lib
 from workloads.gnmt import model as model_lib
 from workloads.transformer import input_pipeline as ip
-from workloads.transformer import prepared
+from workloads.transformer import moses_bpe, prepared
 from workloads.transformer.translation import PreparedTranslation
 
 
@@ -94,18 +97,27 @@ class GNMTWorkload(PreparedTranslation, Workload):
     def __init__(self, config: ml_collections.ConfigDict):
         super().__init__(config)
         c = config
-        if c.submission.division == "closed" and c.data.source == "tfds":
-            # The reference learns 32,000 BPE merges with subword-nmt on Moses-tokenized text;
-            # the shared prepare step builds another vocabulary: not the closed benchmark.
+        if (c.submission.division == "closed" and c.data.source == "tfds"
+                and c.data.tokenizer != "bpe"):
+            # The reference learns 32,000 BPE merges with subword-nmt on Moses-tokenized text
+            # (data.tokenizer="bpe", workloads/transformer/moses_bpe.py); any other vocabulary
+            # is not the closed benchmark.
             c.submission.division = "open"
             c.is_mlperf = False
             c.submission.open_division_reason = (
-                "vocabulary: the Transformer workload's subword vocabulary built from the WMT16 "
-                "corpora, not the reference's 32,000 subword-nmt BPE merges")
+                f"vocabulary: data.tokenizer={c.data.tokenizer!r}, not the reference's Moses "
+                "tokenization and 32,000 subword-nmt BPE merges (data.tokenizer='bpe')")
             with c.unlocked():
                 s = c.submission
                 s.open_reasons = (*tuple(s.get("open_reasons", ())), s.open_division_reason)
         self._host: dict[str, Any] = {}
+
+    @property
+    def start_id(self) -> int:
+        """The decoder's start token: BOS (2) in the reference's BPE vocabulary
+        (`inference.py` insert_target_start, and its training targets begin with BOS); PAD (0)
+        in the vocabularies without a BOS."""
+        return moses_bpe.BOS_ID if self.config.data.tokenizer == "bpe" else model_lib.PAD_ID
 
     # ---- sizes ----------------------------------------------------------------------------------
     @property
@@ -176,7 +188,7 @@ class GNMTWorkload(PreparedTranslation, Workload):
         """Label-smoothed cross-entropy summed over non-pad target tokens, over batch size."""
         targets = batch["targets"]
         logits = self.model(train=True).apply(
-            {"params": params}, batch["inputs"], model_lib.shift_right(targets),
+            {"params": params}, batch["inputs"], model_lib.shift_right(targets, self.start_id),
             rngs={"dropout": rng})
         weights = (targets != model_lib.PAD_ID).astype(jnp.float32)
         xent = smoothed_xent(logits, targets, self.config.model.label_smoothing)
@@ -244,7 +256,7 @@ class GNMTWorkload(PreparedTranslation, Workload):
 
         decoded, _ = decode_lib.beam_search(
             step, cache, inputs.shape[0], beam, inputs.shape[1], int(e.max_decode_len) + 1,
-            model_lib.PAD_ID, model_lib.EOS_ID, float(e.len_norm_factor),
+            self.start_id, self.eos_id, float(e.len_norm_factor),
             float(e.len_norm_const), float(e.cov_penalty_factor))
         return decoded
 
@@ -292,11 +304,11 @@ class GNMTWorkload(PreparedTranslation, Workload):
         """Random (non-special) ids, full width, ending in EOS."""
         shape = (batch_size, self.seq_len)
         k1, k2 = jax.random.split(rng)
-        v = self.config.model.vocab_size
-        return {"inputs": jax.random.randint(k1, shape, 3, v, jnp.int32)
-                .at[:, -1].set(model_lib.EOS_ID),
-                "targets": jax.random.randint(k2, shape, 3, v, jnp.int32)
-                .at[:, -1].set(model_lib.EOS_ID)}
+        v, low = self.config.model.vocab_size, max(3, self.eos_id + 1)
+        return {"inputs": jax.random.randint(k1, shape, low, v, jnp.int32)
+                .at[:, -1].set(self.eos_id),
+                "targets": jax.random.randint(k2, shape, low, v, jnp.int32)
+                .at[:, -1].set(self.eos_id)}
 
     # ---- log ------------------------------------------------------------------------------------
     def mllog_hyperparameters(self) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import numpy as np
 
 from tpubench import paths
 from tpubench.errors import UsageError
+from workloads.transformer import moses_bpe
 from workloads.transformer import subtokenizer as sub
 from workloads.transformer import tokenizer as spm_tok
 
@@ -51,6 +52,19 @@ DATA_KEYS = {
 }
 
 
+# The keys only the GNMT reference's BPE vocabulary reads (`moses_bpe.py`): in the digest of a
+# `data.tokenizer="bpe"` config only, so that the other configs' directories keep their names.
+BPE_KEYS = {
+    "num_merges": "data.num_merges", "vocab_pad_multiple": "data.vocab_pad_multiple",
+    "clean_min_len": "data.clean_min_len", "clean_max_len": "data.clean_max_len",
+}
+TOKENIZERS = ("subword", "sentencepiece", "bpe")
+
+
+def _data_keys(config: ml_collections.ConfigDict) -> dict[str, str]:
+    return {**DATA_KEYS, **BPE_KEYS} if config.data.get("tokenizer") == "bpe" else DATA_KEYS
+
+
 def _value(config: ml_collections.ConfigDict, path: str):
     section, key = path.split(".")
     value = config[section].get(key, None)
@@ -60,7 +74,7 @@ def _value(config: ml_collections.ConfigDict, path: str):
 def directory(config: ml_collections.ConfigDict) -> pathlib.Path:
     """Where this config's prepared data lives (`cache_dir/<workload>/prepared_<digest>`; GNMT
     prepares its sentence pairs with this module too)."""
-    keys = {k: _value(config, path) for k, path in DATA_KEYS.items()}
+    keys = {k: _value(config, path) for k, path in _data_keys(config).items()}
     if config.data.get("vocab_file"):
         keys["vocab_sha256"] = _sha256(config.data.vocab_file)
     digest = hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:12]
@@ -109,8 +123,10 @@ def manifest(config: ml_collections.ConfigDict) -> dict:
 
 
 def tokenizer(config: ml_collections.ConfigDict):
-    """The prepared vocabulary (reference subtokenizer or SentencePiece)."""
+    """The prepared vocabulary (reference subtokenizer, SentencePiece or Moses + BPE)."""
     d = directory(config)
+    if config.data.tokenizer == "bpe":
+        return moses_bpe.BpeTokenizer(d, int(config.data.num_merges))
     if config.data.tokenizer == "subword":
         return sub.Subtokenizer(d / "vocab")
     return spm_tok.Tokenizer(d / "vocab")
@@ -166,8 +182,8 @@ def build_vocab(config: ml_collections.ConfigDict, files: list[list[str]], out: 
         sentences = (_norm(s, c.data.lowercase) for lines in files for s in lines)
         spm_tok.train(sentences, c.model.vocab_size, out / "vocab", c.data.tokenizer_max_chars)
         return {"vocab_origin": "sentencepiece"}
-    raise UsageError(f"transformer: unknown tokenizer {c.data.tokenizer!r}; use subword or "
-                     "sentencepiece.")
+    raise UsageError(f"unknown data.tokenizer {c.data.tokenizer!r}; use one of "
+                     f"{', '.join(TOKENIZERS)}.")
 
 
 def pack_order(n_kept: int) -> np.ndarray:
@@ -188,21 +204,30 @@ def prepare(config: ml_collections.ConfigDict, read_train: Callable[[], list[Tex
     final = directory(c)
     if (final / MANIFEST).is_file():
         return final
+    if c.data.tokenizer == "bpe":
+        moses_bpe.check_config(c)  # before any corpus is read or downloaded
+    elif c.data.tokenizer not in TOKENIZERS:
+        raise UsageError(f"unknown data.tokenizer {c.data.tokenizer!r}; use one of "
+                         f"{', '.join(TOKENIZERS)}.")
     final.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=final.parent, ignore_cleanup_errors=True) as tmp:
         out = pathlib.Path(tmp)
         corpora = read_train()
-        files = [[s for s, _ in pairs] for pairs in corpora]
-        files += [[t for _, t in pairs] for pairs in corpora]
-        info = build_vocab(c, files, out)
-        tok = sub.Subtokenizer(out / "vocab") if c.data.tokenizer == "subword" else \
-            spm_tok.Tokenizer(out / "vocab")
+        text = [p for pairs in corpora for p in pairs]
+        if c.data.tokenizer == "bpe":  # the GNMT reference's: Moses, clean, joint BPE
+            tok, sources, targets, info = moses_bpe.build(c, corpora, out)
+            pairs = ip.Pairs(sources, targets, [])
+        else:
+            files = [[s for s, _ in pairs] for pairs in corpora]
+            files += [[t for _, t in pairs] for pairs in corpora]
+            info = build_vocab(c, files, out)
+            tok = sub.Subtokenizer(out / "vocab") if c.data.tokenizer == "subword" else \
+                spm_tok.Tokenizer(out / "vocab")
+            pairs = ip.tokenize_pairs(tok, text, c.data.lowercase)
         if tok.vocab_size > c.model.vocab_size:
             raise UsageError(
                 f"The vocabulary has {tok.vocab_size} subtokens, more than the model's "
                 f"vocab_size={c.model.vocab_size}; raise --config.model.vocab_size.")
-        text = [p for pairs in corpora for p in pairs]
-        pairs = ip.tokenize_pairs(tok, text, c.data.lowercase)
         kept = ip.keep_indices(pairs, c.data.max_len)
         rows = ip.pack_rows(pairs, kept[pack_order(len(kept))], c.data.max_len)
         np.savez(
@@ -213,14 +238,18 @@ def prepare(config: ml_collections.ConfigDict, read_train: Callable[[], list[Tex
             row_lens=[len(r) for r in rows],
         )
         eval_text = read_eval()
-        eval_pairs = ip.tokenize_pairs(tok, eval_text, c.data.lowercase)
+        if c.data.tokenizer == "bpe":  # the test set is tokenized and BPE'd, never cleaned
+            eval_pairs = ip.Pairs(moses_bpe_sources(c, tok, eval_text), [],
+                                  [t for _, t in eval_text])
+        else:
+            eval_pairs = ip.tokenize_pairs(tok, eval_text, c.data.lowercase)
         np.savez(out / "eval.npz", sources=_flat(eval_pairs.sources),
                  source_lens=[len(x) for x in eval_pairs.sources])
         refs = [r.replace("\n", " ") for r in eval_pairs.references]
         (out / "eval_refs.txt").write_text("".join(r + "\n" for r in refs), encoding="utf-8")
         meta = {
             "format": FORMAT,
-            "config": {k: _value(c, path) for k, path in DATA_KEYS.items()},
+            "config": {k: _value(c, path) for k, path in _data_keys(c).items()},
             "train_corpus_pairs": [len(p) for p in corpora],
             "train_pairs": len(text),
             "train_pairs_kept": len(kept),
@@ -237,6 +266,14 @@ def prepare(config: ml_collections.ConfigDict, read_train: Callable[[], list[Tex
             if not (final / MANIFEST).is_file():
                 raise
     return final
+
+
+def moses_bpe_sources(config: ml_collections.ConfigDict, tok, pairs: TextPairs
+                      ) -> list[np.ndarray]:
+    """The eval sources through the BPE tokenizer (lowercased if the config says so)."""
+    d = config.data
+    sources = [s.lower() if d.lowercase else s for s, _ in pairs]
+    return tok.encode(sources, d.source_lang, moses_bpe.num_workers(config))
 
 
 def _flat(arrays: list[np.ndarray]) -> np.ndarray:

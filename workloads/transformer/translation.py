@@ -21,7 +21,7 @@ import sacrebleu
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalResults
 from tpubench.workload import Batch
-from workloads.transformer import input_pipeline, prepared
+from workloads.transformer import input_pipeline, moses_bpe, prepared
 from workloads.transformer.model import EOS_ID
 
 
@@ -37,6 +37,12 @@ class PreparedTranslation:
     config: ml_collections.ConfigDict
     _host: dict[str, Any]  # manifest, tokenizer and data, loaded on first use
     eval_input_len: int
+
+    @property
+    def eos_id(self) -> int:
+        """The end token's id: 1 in the subword and SentencePiece vocabularies, 3 in the GNMT
+        reference's BPE vocabulary (`moses_bpe.py`)."""
+        return moses_bpe.EOS_ID if self.config.data.tokenizer == "bpe" else EOS_ID
 
     def prepare_config(self) -> ml_collections.ConfigDict:
         """The config whose data keys name the prepared directory (default: the run's)."""
@@ -106,7 +112,7 @@ class PreparedTranslation:
     def synthetic_eval_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """Eval batches are source sentences: random (non-special) source tokens of the eval
         input length, ending in EOS, numbered by example."""
-        ids = jax.random.randint(rng, (batch_size, self.eval_input_len), 3,
+        ids = jax.random.randint(rng, (batch_size, self.eval_input_len), max(3, self.eos_id + 1),
                                  self.config.model.vocab_size, jnp.int32)
-        return {"inputs": ids.at[:, -1].set(EOS_ID),
+        return {"inputs": ids.at[:, -1].set(self.eos_id),
                 "example_id": jnp.arange(batch_size, dtype=jnp.int32)}

@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
@@ -86,6 +87,11 @@ class TransformerWorkload(PreparedTranslation, Workload):
     def __init__(self, config):
         super().__init__(config)
         c = config
+        if c.data.tokenizer == "bpe":
+            raise UsageError(
+                "data.tokenizer='bpe' is the GNMT reference's vocabulary (ids PAD 0, UNK 1, BOS 2, "
+                "EOS 3); the Transformer's ids need data.tokenizer='subword' (its reference's) "
+                "or 'sentencepiece'.")
         if (c.submission.division == "closed" and c.data.source == "tfds"
                 and c.data.tokenizer == "subword" and not c.data.get("vocab_file")):
             # A vocabulary built from tfds's copy of the corpora samples other lines than the
