@@ -8,6 +8,7 @@ import pathlib
 import subprocess
 import sys
 
+import jax
 import numpy as np
 import pytest
 import sacrebleu
@@ -184,18 +185,33 @@ def test_batches_end_in_the_reference_eos_and_the_decoder_starts_from_bos(bpe_wo
 
     w = bpe_workload
     batch = next(w.train_batches(0, 0, 1))
-    eval_inputs = next(w.eval_batches(0, 1))["inputs"][:3]
+    eval_batch = next(w.eval_batches(0, 1))
+    eval_inputs = eval_batch["inputs"][:3]
     for rows in (batch["inputs"], batch["targets"], eval_inputs):
         lengths = (rows != moses_bpe.PAD_ID).sum(1)
         assert (rows[np.arange(len(rows)), lengths - 1] == moses_bpe.EOS_ID).all()
+    # Sources begin with BOS, train and eval (tokenizer.py `segment`), targets do not (their
+    # BOS is the decoder's start token); the shapes are the batch spec's.
+    # Bites (tried): sources without BOS (the reference's encoder reads `<s>` first).
+    for rows in (batch["inputs"], eval_batch["inputs"]):
+        np.testing.assert_array_equal(rows[:, 0], moses_bpe.BOS_ID)
+        assert (rows[:, 1:] != moses_bpe.BOS_ID).all()
+    assert (batch["targets"] != moses_bpe.BOS_ID).all()
+    for name, train, got in (("inputs", True, batch), ("targets", True, batch),
+                             ("inputs", False, eval_batch)):
+        assert got[name].shape == w.batch_spec(got[name].shape[0], train)[name].shape, name
+    for make, train in ((w.synthetic_batch, True), (w.synthetic_eval_batch, False)):
+        inputs = make(jax.random.PRNGKey(0), 2)["inputs"]
+        assert inputs.shape == w.batch_spec(2, train)["inputs"].shape
+        np.testing.assert_array_equal(inputs[:, 0], moses_bpe.BOS_ID)
     seen = {}
 
     class Recorder:
         def apply(self, variables, *args, method=None, **kwargs):
             seen.setdefault(getattr(method, "__name__", "call"), args)
             x = args[0]
-            if method is None:  # teacher-forced logits
-                return jnp.zeros((*x.shape, 8))
+            if method is None:  # teacher-forced logits, one row per decoder input
+                return jnp.zeros((*args[1].shape, 8))
             return jnp.zeros((x.shape[0], x.shape[1], 4))  # encode / attention_keys
 
     def beam_search(step, cache, batch, beam, in_len, length, start_id, eos_id, *rest):

@@ -17,8 +17,10 @@ corpora through tfds (full), in the full config with the reference's Moses + BPE
 50`, "including special BOS and EOS tokens") are discarded. Ids: with the BPE vocabulary the
 reference's (PAD 0, UNK 1, BOS 2 = the decoder's start token, EOS 3); with the mini's
 SentencePiece (or the subword) vocabulary 0 = PAD (also the decoder's start token), 1 = EOS.
-Sources end in EOS and, unlike the reference's, carry no BOS before their words, so a kept pair
-has at most `max_len - 1` ids with EOS on each side.
+A kept pair has at most `max_len - 1` ids with EOS on each side. With the BPE vocabulary the
+encoder reads `<s>` words `<\\s>` as the reference's (`tokenizer.segment`: BOS is prepended to
+every source, train and eval), so its inputs are one id wider than the targets (whose BOS is
+the decoder's start token); with the mini's vocabularies (no BOS) sources end in EOS only.
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ def _train(w: GNMTWorkload, start_step: int, process_index: int,
     return w.train_batches_from_pairs(start_step, process_index, process_count)
 
 
-_eval = PreparedTranslation.eval_batches_padded
+def _eval(w: GNMTWorkload, process_index: int, process_count: int) -> Iterator[Batch]:
+    return map(w.with_source_bos, w.eval_batches_padded(process_index, process_count))
+
 
 DATA_SOURCES = {
     "tfds": DataSource(
@@ -118,6 +122,19 @@ class GNMTWorkload(PreparedTranslation, Workload):
         (`inference.py` insert_target_start, and its training targets begin with BOS); PAD (0)
         in the vocabularies without a BOS."""
         return moses_bpe.BOS_ID if self.config.data.tokenizer == "bpe" else model_lib.PAD_ID
+
+    @property
+    def source_bos(self) -> int:
+        """1 when sources begin with BOS (the reference's BPE vocabulary), else 0."""
+        return int(self.config.data.tokenizer == "bpe")
+
+    def with_source_bos(self, batch: Batch) -> Batch:
+        """`batch` with BOS before every source row (the prepared ids have none)."""
+        if not self.source_bos:
+            return batch
+        inputs = np.asarray(batch["inputs"])
+        bos = np.full((inputs.shape[0], 1), moses_bpe.BOS_ID, inputs.dtype)
+        return {**batch, "inputs": np.concatenate([bos, inputs], axis=1)}
 
     # ---- sizes ----------------------------------------------------------------------------------
     @property
@@ -171,10 +188,12 @@ class GNMTWorkload(PreparedTranslation, Workload):
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         """Train: source and target ids [batch, max_len - 1]; eval: sources, example_id, mask."""
         if train:
-            return {k: jax.ShapeDtypeStruct((batch_size, self.seq_len), jnp.int32)
-                    for k in ("inputs", "targets")}
+            return {"inputs": jax.ShapeDtypeStruct((batch_size, self.source_bos + self.seq_len),
+                                                   jnp.int32),
+                    "targets": jax.ShapeDtypeStruct((batch_size, self.seq_len), jnp.int32)}
         return {
-            "inputs": jax.ShapeDtypeStruct((batch_size, self.eval_input_len), jnp.int32),
+            "inputs": jax.ShapeDtypeStruct((batch_size, self.source_bos + self.eval_input_len),
+                                           jnp.int32),
             "example_id": jax.ShapeDtypeStruct((batch_size,), jnp.int32),
             "mask": jax.ShapeDtypeStruct((batch_size,), jnp.float32),
         }
@@ -297,7 +316,8 @@ class GNMTWorkload(PreparedTranslation, Workload):
             order = kept[np.random.default_rng([c.run.seed, epoch]).permutation(len(kept))]
             for b in range(first, n_batches):
                 start = b * gbs + process_index * local
-                yield pad_pairs(pairs, order[start:start + local], self.seq_len)
+                yield self.with_source_bos(
+                    pad_pairs(pairs, order[start:start + local], self.seq_len))
             epoch, first = epoch + 1, 0
 
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
@@ -305,10 +325,21 @@ class GNMTWorkload(PreparedTranslation, Workload):
         shape = (batch_size, self.seq_len)
         k1, k2 = jax.random.split(rng)
         v, low = self.config.model.vocab_size, max(3, self.eos_id + 1)
-        return {"inputs": jax.random.randint(k1, shape, low, v, jnp.int32)
-                .at[:, -1].set(self.eos_id),
+        inputs = jax.random.randint(k1, shape, low, v, jnp.int32).at[:, -1].set(self.eos_id)
+        if self.source_bos:
+            inputs = jnp.concatenate(
+                [jnp.full((batch_size, 1), moses_bpe.BOS_ID, jnp.int32), inputs], axis=1)
+        return {"inputs": inputs,
                 "targets": jax.random.randint(k2, shape, low, v, jnp.int32)
                 .at[:, -1].set(self.eos_id)}
+
+    def synthetic_eval_batch(self, rng: jax.Array, batch_size: int) -> Batch:
+        """The translation eval batch, with BOS before each source under the BPE vocabulary."""
+        batch = super().synthetic_eval_batch(rng, batch_size)
+        if self.source_bos:
+            bos = jnp.full((batch_size, 1), moses_bpe.BOS_ID, jnp.int32)
+            batch = {**batch, "inputs": jnp.concatenate([bos, batch["inputs"]], axis=1)}
+        return batch
 
     # ---- log ------------------------------------------------------------------------------------
     def mllog_hyperparameters(self) -> dict[str, Any]:

@@ -30,18 +30,21 @@ reference calls detokenizer.perl without -l) and scores with sacreBLEU `-lc --to
 (inference.py). A tfds run with this vocabulary is closed division; with data.tokenizer=subword
 or sentencepiece the workload logs it as open (reason in open_division_reason).
 
-Not the reference's yet: the sources carry no `<s>` before their words (the reference's encoder
-input is `<s> ... <\\s>`; the length filter counts it all the same: max_len 50 = words + 2); the
-text comes from tfds's copy of the corpora, not the reference's files; sacremoses and PyPI
-subword-nmt 0.3.8 stand for the pinned Moses perl scripts and subword-nmt commit, not compared
-byte for byte on WMT16 (no download here), so the prepared vocabulary's size has not been
-checked against 32,320 (the prepare step refuses a vocabulary larger than model.vocab_size).
+The encoder reads `<s>` words `<\\s>`, as the reference's (tokenizer.py `segment`); the length
+filter counts both: max_len 50 = words + 2.
+
+Not the reference's: the text comes from tfds's copy of the corpora, not the reference's files;
+sacremoses and PyPI subword-nmt 0.3.8 stand for the pinned Moses perl scripts and subword-nmt
+commit, not compared byte for byte on WMT16 (no download here), so the prepared vocabulary's
+size has not been checked against 32,320 (the prepare step refuses a vocabulary larger than
+model.vocab_size).
 
 Measured: never run at full scale here (no accelerator). Tests instantiate it abstractly
 (parameter count) and run one step of it on synthetic data with a tiny model; its MLPerf log
 fails only the quality target. `tpubench fit gnmt --config=full --topology=v4:2x2x1` (compile
 only, data unprepared: eval sources of 49 ids; rerun 2026-12-02 with data.tokenizer=bpe and
-ALLOW_MULTIPLE_LIBTPU_LOAD=1, the same figures) reported per device: train block 3.00 GiB of
+ALLOW_MULTIPLE_LIBTPU_LOAD=1, the same figures; both before the sources gained their `<s>`,
+one more encoder step of 50, not re-measured) reported per device: train block 3.00 GiB of
 32 GiB HBM (9%), eval step 0.90 GiB, 0.865 TFLOP and 23.98 GB accessed per step, roofline step
 time >= 19.98 ms (at most 6,405 examples/s).
 """
