@@ -41,12 +41,12 @@ model.vocab_size).
 
 Measured: never run at full scale here (no accelerator). Tests instantiate it abstractly
 (parameter count) and run one step of it on synthetic data with a tiny model; its MLPerf log
-fails only the quality target. `tpubench fit gnmt --config=full --topology=v4:2x2x1` (compile
-only, data unprepared: eval sources of 49 ids; rerun 2026-12-02 with data.tokenizer=bpe and
-ALLOW_MULTIPLE_LIBTPU_LOAD=1, the same figures; both before the sources gained their `<s>`,
-one more encoder step of 50, not re-measured) reported per device: train block 3.00 GiB of
-32 GiB HBM (9%), eval step 0.90 GiB, 0.865 TFLOP and 23.98 GB accessed per step, roofline step
-time >= 19.98 ms (at most 6,405 examples/s).
+fails only the quality target. `tpubench fit gnmt --config=full --topology=v4:2x2x1 --json`
+(compile only, data unprepared: sources of `<s>` + 49 ids; 2026-12-02 with data.tokenizer=bpe
+and ALLOW_MULTIPLE_LIBTPU_LOAD=1; 230 s of compile on a loaded 2-core machine, not a speed
+figure) reported per device: train block 3.01 GiB of 32 GiB HBM (9%), eval step 0.90 GiB,
+0.870 TFLOP and 25.55 GB accessed per step, roofline step time >= 21.29 ms (at most 6,013
+examples/s). Before the sources gained their `<s>`: 3.00 GiB, 0.865 TFLOP, 23.98 GB, 19.98 ms.
 """
 
 import ml_collections
