@@ -49,7 +49,8 @@ def test_row_sparse_update_follows_the_dense_sgd_trajectory():
 
 
 def test_an_optimizer_with_per_parameter_state_refuses_the_sparse_path():
-    params = {"w": np.zeros((4, 2), np.float32)}
-    sparse.check_stateless(optax.sgd(0.1), params)
+    sparse.check_stateless(optax.sgd(0.1))
     with pytest.raises(ValueError, match="sparse_embedding_update=false"):
-        sparse.check_stateless(optax.sgd(0.1, momentum=0.9), params)
+        sparse.check_stateless(optax.sgd(0.1, momentum=0.9))
+    with pytest.raises(ValueError, match="sparse_embedding_update=false"):
+        sparse.check_stateless(optax.adam(1e-3))

@@ -19,7 +19,6 @@ that equals the dense one; any optimizer state shaped like the params refuses th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -28,10 +27,17 @@ import optax
 TABLE = "embedding_{}"
 
 
-def check_stateless(tx: optax.GradientTransformation, params: Any) -> None:
-    """Refuse an optimizer whose state has param-shaped arrays (momentum, Adam moments)."""
-    shapes = {tuple(x.shape) for x in jax.tree.leaves(jax.eval_shape(tx.init, params))}
-    if any(shape != () for shape in shapes):
+def click_loss(logits: jax.Array, labels: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(mean binary cross-entropy, accuracy) of click logits: the loss of both steps."""
+    loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
+    return loss, jnp.mean((logits > 0).astype(jnp.float32) == labels)
+
+
+def check_stateless(tx: optax.GradientTransformation) -> None:
+    """Refuse an optimizer whose state has param-shaped arrays (momentum, Adam moments): its
+    state for one abstract [2] parameter must hold scalars only (no compute, no device)."""
+    probe = {"w": jax.ShapeDtypeStruct((2,), jnp.float32)}
+    if any(x.shape != () for x in jax.tree.leaves(jax.eval_shape(tx.init, probe))):
         raise ValueError(
             "dlrm: the row-sparse embedding update (optimizer.sparse_embedding_update) equals "
             "the dense one only for plain SGD; this optimizer keeps per-parameter state. Set "
@@ -55,9 +61,7 @@ def make_update(model, tx: optax.GradientTransformation, learning_rate: Callable
         def loss_fn(mlps, rows):
             logits = model.apply({"params": {**mlps, **tables}}, batch["dense"], ids,
                                  train=True, gathered=rows)
-            loss = optax.sigmoid_binary_cross_entropy(logits, batch["label"]).mean()
-            accuracy = jnp.mean((logits > 0).astype(jnp.float32) == batch["label"])
-            return loss, accuracy
+            return click_loss(logits, batch["label"])
 
         (loss, accuracy), (g_mlps, g_rows) = jax.value_and_grad(
             loss_fn, argnums=(0, 1), has_aux=True)(mlps, rows)
