@@ -128,13 +128,14 @@ class GNMTWorkload(PreparedTranslation, Workload):
         """1 when sources begin with BOS (the reference's BPE vocabulary), else 0."""
         return int(self.config.data.tokenizer == "bpe")
 
-    def with_source_bos(self, batch: Batch) -> Batch:
-        """`batch` with BOS before every source row (the prepared ids have none)."""
+    def with_source_bos(self, batch: Batch, xp: Any = np) -> Batch:
+        """`batch` with BOS before every source row (the prepared and synthetic ids have none);
+        `xp`: numpy for host batches, jax.numpy inside the synthetic-batch jits."""
         if not self.source_bos:
             return batch
-        inputs = np.asarray(batch["inputs"])
-        bos = np.full((inputs.shape[0], 1), moses_bpe.BOS_ID, inputs.dtype)
-        return {**batch, "inputs": np.concatenate([bos, inputs], axis=1)}
+        inputs = batch["inputs"]
+        bos = xp.full((inputs.shape[0], 1), moses_bpe.BOS_ID, inputs.dtype)
+        return {**batch, "inputs": xp.concatenate([bos, inputs], axis=1)}
 
     # ---- sizes ----------------------------------------------------------------------------------
     @property
@@ -325,21 +326,15 @@ class GNMTWorkload(PreparedTranslation, Workload):
         shape = (batch_size, self.seq_len)
         k1, k2 = jax.random.split(rng)
         v, low = self.config.model.vocab_size, max(3, self.eos_id + 1)
-        inputs = jax.random.randint(k1, shape, low, v, jnp.int32).at[:, -1].set(self.eos_id)
-        if self.source_bos:
-            inputs = jnp.concatenate(
-                [jnp.full((batch_size, 1), moses_bpe.BOS_ID, jnp.int32), inputs], axis=1)
-        return {"inputs": inputs,
-                "targets": jax.random.randint(k2, shape, low, v, jnp.int32)
-                .at[:, -1].set(self.eos_id)}
+        return self.with_source_bos(
+            {"inputs": jax.random.randint(k1, shape, low, v, jnp.int32)
+             .at[:, -1].set(self.eos_id),
+             "targets": jax.random.randint(k2, shape, low, v, jnp.int32)
+             .at[:, -1].set(self.eos_id)}, jnp)
 
     def synthetic_eval_batch(self, rng: jax.Array, batch_size: int) -> Batch:
         """The translation eval batch, with BOS before each source under the BPE vocabulary."""
-        batch = super().synthetic_eval_batch(rng, batch_size)
-        if self.source_bos:
-            bos = jnp.full((batch_size, 1), moses_bpe.BOS_ID, jnp.int32)
-            batch = {**batch, "inputs": jnp.concatenate([bos, batch["inputs"]], axis=1)}
-        return batch
+        return self.with_source_bos(super().synthetic_eval_batch(rng, batch_size), jnp)
 
     # ---- log ------------------------------------------------------------------------------------
     def mllog_hyperparameters(self) -> dict[str, Any]:
