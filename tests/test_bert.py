@@ -648,7 +648,12 @@ MINI_TARGET_STEP = {0: 1500, 1: 1600}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.extended)])
+# Both seeds run with --extended: seed 0 alone took 409 s of a 2-worker default run (suite
+# budget ~25 min on 2 cores). In the default run, BERT's convergence is proven by
+# `mini_seq64` trained to its target (tests/test_infer_bert.py's `trained_bert`: same model
+# code, masking and eval at sequence 64, 300 steps, more than 2x its baseline).
+@pytest.mark.extended
+@pytest.mark.parametrize("seed", [0, 1])
 def test_mini_reaches_its_target_at_the_measured_step(tmp_path, seed):
     """Step budget, not wall clock: the mini must reach its target (above every count baseline
     on its eval set, see its docstring) at the measured eval, give or take one eval (100 steps).
