@@ -175,6 +175,9 @@ def test_v5p_slice_fits_the_smoke_config_over_eight_chips():
     assert report.peak_flops == 459e12 and report.hbm_bytes_per_s == 2765e9
     assert report.roofline_step_s == pytest.approx(max(
         report.flops_per_step / 459e12, report.bytes_per_step / 2765e9))
+    # libtpu's compile-only devices give no cost for the lowered (unpartitioned) step: the
+    # report says so (None, JSON null) instead of the 0.0 it used to print.
+    assert report.flops_per_step > 0 and report.run_flops_per_step is None
 
 
 @needs_libtpu

@@ -297,3 +297,25 @@ def test_converter_mismatch_is_a_usage_error(tmp_path, break_):
         convert.convert(state, steps.abstract_state(workload).params, 2)
     with pytest.raises(UsageError, match="do not exist"):
         convert.read_weights(tmp_path / "none.onnx")
+
+
+# The step of the first eval at or above the mini's 0.63 target, per seed (configs/mini.py: runs
+# of this config to 1,000 steps, deterministic on CPU); evals come every 25 steps.
+MINI_TARGET_STEP = {0: 775, 1: 750}
+
+
+@pytest.mark.slow
+@pytest.mark.extended  # ~775 steps: 40 min on the loaded 2-core machine (configs/mini.py)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mini_reaches_its_dice_target_at_the_measured_step(tmp_path, seed):
+    """The mini's run to its target, bounded in steps: it reaches mean Dice 0.63 (above every
+    baseline of its docstring) at the measured eval, give or take one eval. Bites: a run that
+    does not learn past the gradient-boosted trees' 0.6233 ends `aborted` at step 1,000 (the
+    same curves' evals at 0.64 were met by one eval of one seed only)."""
+    from tpubench import train
+
+    cfg = config_lib.load("unet3d", "mini", {"run.seed": seed})
+    summary = train.train_and_evaluate(cfg, tmp_path / "run")
+    assert summary["status"] == "success", summary["quality_history"]
+    assert abs(summary["steps"] - MINI_TARGET_STEP[seed]) <= 25, summary["quality_history"]
+    assert summary["final_quality"] >= 0.63

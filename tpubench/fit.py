@@ -66,7 +66,10 @@ class FitReport:
     hbm_bytes: float | None
     flops_per_step: float  # per device, one step compiled alone (module doc)
     bytes_per_step: float  # per device
-    run_flops_per_step: float  # the whole step before partitioning: the figure `run`'s MFU uses
+    # The whole step before partitioning (the figure `run`'s MFU uses), from the lowered
+    # module's cost analysis; None where the target's backend gives none (libtpu's compile-only
+    # TPU devices report no cost for a lowered module: it read 0.0 there before).
+    run_flops_per_step: float | None
     peak_flops: float  # per device
     hbm_bytes_per_s: float | None
     fits: bool | None
@@ -174,7 +177,7 @@ def fit(config: Any, topology_name: str) -> FitReport:
             raise
         first = next((line for line in str(e).splitlines() if line.strip()), str(e))
         return FitReport(**base, compile_s=time.perf_counter() - t, train=None, eval=None,
-                         flops_per_step=0.0, bytes_per_step=0.0, run_flops_per_step=0.0,
+                         flops_per_step=0.0, bytes_per_step=0.0, run_flops_per_step=None,
                          fits=False,
                          reason=f"XLA ran out of memory compiling for {topo.name}: {first}")
     train, evaluate = memory_of(compiled.train), memory_of(compiled.eval)
@@ -189,7 +192,8 @@ def fit(config: Any, topology_name: str) -> FitReport:
                               f"({100 * need / hbm:.0f}%)")
     return FitReport(**base, compile_s=compile_s, train=train, eval=evaluate,
                      flops_per_step=flops, bytes_per_step=nbytes,
-                     run_flops_per_step=compiled.flops_per_step, fits=fits, reason=reason)
+                     run_flops_per_step=compiled.flops_per_step or None, fits=fits,
+                     reason=reason)
 
 
 def _gib(n: float) -> str:
