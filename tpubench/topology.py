@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -139,6 +140,10 @@ def _tpu_devices(topology: Topology) -> list[Any]:
         ) from None
     from jax.experimental import topologies
 
+    # Compile-only devices touch no chip, so two processes may hold them at once (two
+    # `tpubench fit`s, or two test workers); without this the second one's libtpu fails on its
+    # multi-process lockfile ("Internal error when accessing libtpu multi-process lockfile").
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     try:
         desc = topologies.get_topology_desc(**topology.tpu_topology_kwargs())
     except Exception as e:  # libtpu rejects a grid it does not know: bad input, not a crash
