@@ -41,7 +41,8 @@ def resnet_inference_spec(workload: Any) -> InferenceSpec:
 
     is_full = bool(workload.config.get("is_mlperf", False))
     if workload.config.model.get("arch", "resnet") == "mobilenet_edgetpu":
-        return mobilenet_edgetpu_spec(workload, apply, is_full)
+        return mobilenet_edgetpu_spec(workload, apply,
+                                      is_mobilenet_edgetpu_benchmark(workload.config))
     return InferenceSpec(
         mlperf_name="resnet50",
         load_samples=lambda: load_eval_samples(workload),
@@ -60,6 +61,14 @@ def resnet_inference_spec(workload: Any) -> InferenceSpec:
             lambda p, s: training_eval_quality(workload, p, s)
         ),
     )
+
+
+def is_mobilenet_edgetpu_benchmark(config: Any) -> bool:
+    """True when the config is the mobile benchmark's own model and data: the full network
+    (width 1, all 22 blocks, 1001 classes) on ImageNet (tfds) at 224x224."""
+    m, d = config.model, config.data
+    return (d.source == "tfds" and d.dataset == "imagenet2012" and d.image_size == 224
+            and m.num_classes == 1001 and m.width == 1.0 and m.blocks == 22)
 
 
 def mobilenet_edgetpu_spec(workload: Any, apply: Any, is_full: bool) -> InferenceSpec:
