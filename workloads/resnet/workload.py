@@ -59,6 +59,17 @@ class ResNetWorkload(Workload):
             dtype=dtype,
         )
 
+    def init(self, rng):
+        """The model's init; MobileNetEdgeTPU with `model.checkpoint`: the published weights
+        from that file (`convert_mobilenet_edgetpu.py`: frozen graph or .npz of TF names)."""
+        params, state = super().init(rng)
+        path = self.config.model.get("checkpoint", "")
+        if self.config.model.get("arch", "resnet") == "mobilenet_edgetpu" and path:
+            from workloads.resnet import convert_mobilenet_edgetpu
+
+            return convert_mobilenet_edgetpu.load_file(path, params, state)
+        return params, state
+
     def label_offset(self) -> int:
         """Class index of label 0 in the logits (1 for a network with a background class 0)."""
         return int(self.config.model.get("label_offset", 0))
