@@ -3,7 +3,8 @@
     tpubench infer resnet --config=mini --scenario=Offline --workdir=DIR \\
         [--mode=performance|accuracy] [--params=CHECKPOINT_WORKDIR] [--profile=quick|v0.7] \\
         [--server-search[=TRIES]] [--expected-qps=QPS] [--batch-sizes=1,2,4,...] \\
-        [--max-batch=N] [--max-wait-ms=MS] [--multistream-samples=8] [--config.KEY=VALUE ...]
+        [--max-batch=N] [--max-wait-ms=MS] [--multistream-samples=8] [--quantize=none|int8] \\
+        [--config.KEY=VALUE ...]
 
 Writes LoadGen's logs and `summary.json` into DIR and prints the summary's headline, which
 starts with what the result is: "MLPerf Inference v0.7 resnet50" only for the v0.7 profile on the
@@ -59,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="Server: longest wait for a batch to fill (default: from the bound)")
     p.add_argument("--multistream-samples", type=int, default=8,
                    help="MultiStream samples per query")
+    p.add_argument("--quantize", default="none",
+                   help="none | int8 (post-training int8 weights per output channel; "
+                   "tpubench/infer/quantize.py)")
     return p
 
 
@@ -109,12 +113,21 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
         raise UsageError(f"{spec.mlperf_name} has no {args.scenario.value} scenario in MLPerf "
                          f"Inference v0.7; pass --scenario={'|'.join(spec.scenarios)}.")
     params, model_state, source = _variables(workload, args.params)
+    quantization = None
+    if args.quantize == "int8":
+        from tpubench.infer import quantize
+
+        float_params = params
+        spec, params = quantize.quantized_spec(spec, float_params)
+        quantization = quantize.stats(float_params, params)
     if args.batch_sizes:
         batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
     else:
         batch_sizes = list(spec.batch_sizes or DEFAULT_BATCH_SIZES)
     info = {"workload": args.workload, "config": cfg.get("config_name", args.config),
-            "params": source}
+            "params": source, "quantize": args.quantize}
+    if quantization:
+        info["quantization"] = quantization
     engine = Engine.prepare(spec, params, model_state, batch_sizes, info)
     settings = engine.default_settings(
         args.scenario, Mode(args.mode), args.profile, args.expected_qps, args.multistream_samples
@@ -129,6 +142,9 @@ def check_args(args: argparse.Namespace) -> None:
     `args.scenario` and `args.mode` into their enums."""
     args.scenario = Scenario.parse(args.scenario) if isinstance(args.scenario, str) else (
         args.scenario)
+    from tpubench.infer.quantize import check_scheme
+
+    check_scheme(getattr(args, "quantize", "none"))
     modes = [m.value for m in Mode]
     if args.mode not in modes:
         raise UsageError(f"Unknown --mode={args.mode!r}. Modes: {', '.join(modes)}.")
@@ -172,6 +188,8 @@ def headline(summary: dict[str, Any]) -> str:
         validity = f"LoadGen {validity} (settings met; still {labels.NOT_MLPERF})"
     label = summary.get("label") or labels.result_label(summary)
     parts = [f"{label} | {summary.get('scenario')} {summary.get('mode', '')}: {validity}"]
+    if summary.get("quantize", "none") != "none":
+        parts.append(f"quantize={summary['quantize']}")
     for key in ("samples_per_s", "scheduled_samples_per_s", "search_best_qps",
                 "p50_latency_ms", "p90_latency_ms", "p99_latency_ms",
                 "accuracy", "reference_accuracy", "accuracy_target"):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from tpubench.infer.spec import InferenceSpec, Samples, eval_batches, training_eval_quality
@@ -32,14 +31,18 @@ def top1_accuracy(outputs: np.ndarray, labels: np.ndarray) -> float:
 
 
 def resnet_inference_spec(workload: Any) -> InferenceSpec:
-    """The `InferenceSpec` of a ResNetWorkload (any config)."""
+    """The `InferenceSpec` of a ResNetWorkload (any config): `resnet50`, or the mobile suite's
+    `mobilenet-edgetpu` when `model.arch` is "mobilenet_edgetpu"."""
     model = workload.model()
 
     def apply(params: Any, model_state: Any, images: Any) -> Any:
         logits = model.apply({"params": params, **model_state}, images, train=False)
-        return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+        return workload.predict(logits)
 
     is_full = bool(workload.config.get("is_mlperf", False))
+    if workload.config.model.get("arch", "resnet") == "mobilenet_edgetpu":
+        return mobilenet_edgetpu_spec(workload, apply,
+                                      is_mobilenet_edgetpu_benchmark(workload.config))
     return InferenceSpec(
         mlperf_name="resnet50",
         load_samples=lambda: load_eval_samples(workload),
@@ -53,6 +56,38 @@ def resnet_inference_spec(workload: Any) -> InferenceSpec:
         performance_sample_count=1024,
         # The full config is judged against the v0.7 absolute target; smaller data against
         # its own training eval of the same parameters.
+        benchmark_model_and_data=is_full,
+        measure_reference=None if is_full else (
+            lambda p, s: training_eval_quality(workload, p, s)
+        ),
+    )
+
+
+def is_mobilenet_edgetpu_benchmark(config: Any) -> bool:
+    """True when the config is the mobile benchmark's own model and data: the full network
+    (width 1, all 22 blocks, 1001 classes) on ImageNet (tfds) at 224x224."""
+    m, d = config.model, config.data
+    return (d.source == "tfds" and d.dataset == "imagenet2012" and d.image_size == 224
+            and m.num_classes == 1001 and m.width == 1.0 and m.blocks == 22)
+
+
+def mobilenet_edgetpu_spec(workload: Any, apply: Any, is_full: bool) -> InferenceSpec:
+    """MLPerf Inference v0.7 mobile image classification: MobileNetEdgeTPU on ImageNet val at
+    224, SingleStream and Offline only, top-1 >= 98% of the FP32 reference's 76.19%
+    (../shared/docs/WORKLOADS.md; the reference's figure: mlcommons/mobile_open
+    `vision/mobilenet/README.md`). No Server or MultiStream scenario, so no latency bound
+    (`server_latency_bound_ms` 0 is never read)."""
+    return InferenceSpec(
+        mlperf_name="mobilenet-edgetpu",
+        load_samples=lambda: load_eval_samples(workload),
+        apply=apply,
+        accuracy=top1_accuracy,
+        server_latency_bound_ms=0.0,
+        reference_quality=0.7619,
+        quality_fraction=0.98,
+        quality_metric="top1_accuracy",
+        performance_sample_count=1024,
+        scenarios=("SingleStream", "Offline"),
         benchmark_model_and_data=is_full,
         measure_reference=None if is_full else (
             lambda p, s: training_eval_quality(workload, p, s)

@@ -1,4 +1,10 @@
-"""ResNet-50 v1.5 image classification (MLPerf `resnet`): the contract, nothing else."""
+"""ImageNet-style top-1 classification (MLPerf `resnet`): the contract, nothing else.
+
+`model.arch` picks the network: "resnet" (ResNet v1.5, `model.py`, the Training and Inference
+benchmark) or "mobilenet_edgetpu" (`mobilenet_edgetpu.py`, the Inference v0.7 mobile
+classification benchmark), on the same data, loss, eval and inference path. `model.label_offset`
+1 serves a 1001-class network whose class 0 is the background (the TF-slim checkpoints): the
+loss trains class label + 1 and the prediction is argmax - 1."""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from tpubench import layers
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
-from workloads.resnet import input_pipeline, model, optim
+from workloads.resnet import input_pipeline, mobilenet_edgetpu, model, optim
 
 DATA_SOURCES = {
     "tfds": DataSource.of_config(
@@ -36,16 +42,41 @@ class ResNetWorkload(Workload):
     mlperf_name = "resnet"
     data_sources = DATA_SOURCES
 
-    def model(self) -> model.ResNet:
+    def model(self) -> model.ResNet | mobilenet_edgetpu.MobileNetEdgeTPU:
         m = self.config.model
+        dtype = jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32
+        if m.get("arch", "resnet") == "mobilenet_edgetpu":
+            return mobilenet_edgetpu.MobileNetEdgeTPU(
+                num_classes=m.num_classes, width=m.width, blocks=m.blocks,
+                stem_stride=m.stem_stride, dtype=dtype, bn_span=int(m.bn_span),
+                bn_momentum=m.bn_momentum, depthwise_impl=m.depthwise_impl)
         return model.ResNet(
             stage_sizes=tuple(m.stage_sizes),
             num_classes=self.config.model.num_classes,
             num_filters=m.num_filters,
             stem=m.stem,
             bn_span=int(self.config.model.bn_span),
-            dtype=jnp.bfloat16 if self.config.model.dtype == "bfloat16" else jnp.float32,
+            dtype=dtype,
         )
+
+    def init(self, rng):
+        """The model's init; MobileNetEdgeTPU with `model.checkpoint`: the published weights
+        from that file (`convert_mobilenet_edgetpu.py`: frozen graph or .npz of TF names)."""
+        params, state = super().init(rng)
+        path = self.config.model.get("checkpoint", "")
+        if self.config.model.get("arch", "resnet") == "mobilenet_edgetpu" and path:
+            from workloads.resnet import convert_mobilenet_edgetpu
+
+            return convert_mobilenet_edgetpu.load_file(path, params, state)
+        return params, state
+
+    def label_offset(self) -> int:
+        """Class index of label 0 in the logits (1 for a network with a background class 0)."""
+        return int(self.config.model.get("label_offset", 0))
+
+    def predict(self, logits: jax.Array) -> jax.Array:
+        """The predicted label (int32) of each row of logits."""
+        return (jnp.argmax(logits, -1) - self.label_offset()).astype(jnp.int32)
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
         """Conv kernels [h, w, in, out] split their output channels over "tensor" (the rest is
@@ -79,8 +110,9 @@ class ResNetWorkload(Workload):
             images = jax.random.randint(k_img, shape, 0, 256, jnp.int32).astype(jnp.uint8)
         else:
             images = jax.random.uniform(k_img, shape, jnp.float32)
-        labels = jax.random.randint(k_label, (batch_size,), 0, self.config.model.num_classes,
-                                    jnp.int32)
+        labels = jax.random.randint(
+            k_label, (batch_size,), 0, self.config.model.num_classes - self.label_offset(),
+            jnp.int32)
         return {"inputs": images, "label": labels}
 
     def loss(self, params, model_state, batch, rng):
@@ -89,11 +121,11 @@ class ResNetWorkload(Workload):
             mutable=["batch_stats"],
         )
         labels = optax.smooth_labels(
-            jax.nn.one_hot(batch["label"], self.config.model.num_classes),
+            jax.nn.one_hot(batch["label"] + self.label_offset(), self.config.model.num_classes),
             self.config.model.label_smoothing,
         )
         loss = optax.softmax_cross_entropy(logits, labels).mean()
-        accuracy = (jnp.argmax(logits, -1) == batch["label"]).mean()
+        accuracy = (self.predict(logits) == batch["label"]).mean()
         return loss, (dict(new_state), {"accuracy": accuracy})
 
     def optimizer(self) -> optax.GradientTransformation:
@@ -105,7 +137,7 @@ class ResNetWorkload(Workload):
     def eval_step(self, params, model_state, batch) -> EvalOutput:
         """Per example: 1 if the top-1 class is the label (the harness masks and sums)."""
         logits = self.model().apply({"params": params, **model_state}, batch["inputs"], train=False)
-        correct = (jnp.argmax(logits, -1) == batch["label"]).astype(jnp.float32)
+        correct = (self.predict(logits) == batch["label"]).astype(jnp.float32)
         return EvalOutput(sums={"correct": correct})
 
     def eval_finalize(self, results: EvalResults) -> float:

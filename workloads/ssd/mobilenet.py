@@ -92,8 +92,9 @@ class DepthwiseShifts(nn.Module):
 
 
 class ConvBN(nn.Module):
-    """conv (no bias) -> BN -> ReLU6 (optional); `groups` = channels for a depthwise conv,
-    computed as a grouped conv (`depthwise_impl` "conv") or as shifts (`DepthwiseShifts`)."""
+    """conv (no bias) -> BN -> ReLU6 (optional; `relu_cap` 0: plain ReLU, as MobileNetEdgeTPU);
+    `groups` = channels for a depthwise conv, computed as a grouped conv (`depthwise_impl`
+    "conv") or as shifts (`DepthwiseShifts`)."""
 
     filters: int
     kernel: int = 1
@@ -104,6 +105,7 @@ class ConvBN(nn.Module):
     bn_span: int = 0
     bn_momentum: float = BN_MOMENTUM
     depthwise_impl: str = "conv"
+    relu_cap: float = 6.0
 
     @nn.compact
     def __call__(self, x, train: bool):
@@ -115,7 +117,9 @@ class ConvBN(nn.Module):
                         feature_group_count=groups, use_bias=False, dtype=self.dtype,
                         kernel_init=_conv_init(), name="conv")(x)
         x = _norm(train, self.dtype, self.bn_span, self.bn_momentum)(name="bn")(x)
-        return jnp.minimum(nn.relu(x), 6.0) if self.relu else x
+        if not self.relu:
+            return x
+        return jnp.minimum(nn.relu(x), self.relu_cap) if self.relu_cap else nn.relu(x)
 
 
 class MobileNetV1(nn.Module):
@@ -143,28 +147,43 @@ class MobileNetV1(nn.Module):
 
 
 class InvertedResidual(nn.Module):
-    """1x1 expansion (t > 1) -> 3x3 depthwise (stride) -> 1x1 linear projection, + input when
-    the shapes allow. Returns (output, expansion output)."""
+    """1x1 expansion (to make_divisible(t * in), when that exceeds in) -> k x k depthwise
+    (stride) -> 1x1 linear projection, + input when the shapes allow and `residual`. Returns
+    (output, expansion output).
 
-    expansion: int
+    `fused` (MobileNetEdgeTPU's fused inverted bottleneck, TF-slim `mobilenet_v3.mbv3_fused`):
+    the expansion is a regular k x k conv carrying the stride, and there is no depthwise conv
+    (with t = 1 the block is the projection alone, as slim's `expanded_conv`). `relu_cap` 6
+    (ReLU6, MobileNet v2) or 0 (ReLU, MobileNetEdgeTPU)."""
+
+    expansion: float
     filters: int
     strides: int
     dtype: Any = jnp.float32
     bn_span: int = 0
     bn_momentum: float = BN_MOMENTUM
     depthwise_impl: str = "conv"
+    kernel: int = 3
+    fused: bool = False
+    residual: bool = True
+    relu_cap: float = 6.0
 
     @nn.compact
     def __call__(self, x, train: bool):
         cb = partial(ConvBN, dtype=self.dtype, bn_span=self.bn_span,
-                     bn_momentum=self.bn_momentum, depthwise_impl=self.depthwise_impl)
+                     bn_momentum=self.bn_momentum, depthwise_impl=self.depthwise_impl,
+                     relu_cap=self.relu_cap)
         y = x
-        if self.expansion != 1:
-            y = cb(x.shape[-1] * self.expansion, 1, name="expand")(y, train)
+        inner = make_divisible(x.shape[-1] * self.expansion)
+        if inner > x.shape[-1]:
+            k, s = (self.kernel, self.strides) if self.fused else (1, 1)
+            y = cb(inner, k, s, name="expand")(y, train)
         expanded = y
-        y = cb(y.shape[-1], 3, self.strides, depthwise=True, name="depthwise")(y, train)
+        if not self.fused:
+            y = cb(y.shape[-1], self.kernel, self.strides, depthwise=True,
+                   name="depthwise")(y, train)
         y = cb(self.filters, 1, relu=False, name="project")(y, train)
-        if self.strides == 1 and x.shape[-1] == self.filters:
+        if self.residual and self.strides == 1 and x.shape[-1] == self.filters:
             y = x + y
         return y, expanded
 

@@ -46,6 +46,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.global_batch_size = 65536
     c.eval.batch_size = 65536
     c.model.label_smoothing = 0.1
+    c.model.arch = "resnet"  # or "mobilenet_edgetpu" (configs/mobilenet_edgetpu.py)
     c.model.update({"stage_sizes": (3, 4, 6, 3), "num_filters": 64, "stem": "imagenet"})
     c.optimizer.update({"name": "lars", "learning_rate": 23.08, "momentum": 0.9537,
                         "weight_decay": 1e-4, "epsilon": 0.0})
