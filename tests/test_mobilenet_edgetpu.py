@@ -145,7 +145,11 @@ MINI_EVAL_EVERY = 125
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.extended)])
+# Both seeds with --extended (seed 0 took 208 s; suite budget ~25 min on 2 cores). The default run
+# trains this mini 500 steps and checks it learned (> 0.8, chance 0.1) in
+# tests/test_infer_mobilenet_edgetpu.py; the ResNet mini proves convergence to target.
+@pytest.mark.extended
+@pytest.mark.parametrize("seed", [0, 1])
 def test_mini_reaches_its_target_at_the_measured_step(tmp_path, seed):
     """A step budget of one eval past the measured step (no wall-clock budget); the log passes
     the official compliance checker. Bites: a mini at the ResNet mini's 0.967 would stop at
