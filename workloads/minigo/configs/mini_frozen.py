@@ -22,12 +22,15 @@ Measured (issue 14, session 2026-12-02c; a 2-core machine at load average 14-18)
     clock at load ~15, init 285 s untimed); the official checker: VALID. The same net's rates
     against this target from `benchmarks/minigo_learning.py` (40 games, mini.py's docstring:
     seed 1's target is its own generation 0): 0.850, 0.825, 0.850, 0.950 at generations 2-8
-The target 0.8 sits above both baselines by 0.375 or more, above seed 0's early plateau
-(0.60-0.73 for generations 1-7) and below the rates both seeds reach later (0.90-0.95); seed 0
-first reaches it at generation 8, seed 1 at generation 2 (0.775 at 1: seed 1 starts closer). With 40
-games the standard error at 0.8 is 0.06. Cost: ~46 CPU-seconds a generation (mini.py), so
-8 generations are ~370 CPU-s (~3-6 min of a quiet 2-core machine) plus the untimed compile
-(285 s at load 15).
+  training off (seed 1, `--config.schedule.lr_rates=(0.0,)`: no weight update, only the
+    batch-norm statistics follow the self-play positions): 0.400, 0.525, 0.625 at generations
+    1-3 (aborted): the statistics alone lift the untrained net to 0.625, a second baseline
+The target 0.8 sits above the untrained baselines (0.400, 0.425) and the training-off run
+(0.625 by generation 3), above seed 0's early plateau (0.60-0.73 for generations 1-7) and below
+the rates both seeds reach later (0.90-0.95); seed 0 first reaches it at generation 8, seed 1
+at generation 2 (0.775 at 1: seed 1 starts closer). With 40 games the standard error at 0.8 is
+0.06. Cost: ~46 CPU-seconds a generation (mini.py), so 8 generations are ~370 CPU-s (~3-6 min
+of a quiet 2-core machine) plus the untimed compile (40-285 s measured at load ~15).
 
 Before issue 14 (16 steps a generation, no symmetries, 20 games, target 0.7): the curve sat at
 0.55-0.75 for 10 generations against a baseline of 0.45, the target AT the plateau; a target
