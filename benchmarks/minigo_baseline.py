@@ -2,11 +2,13 @@
 the run's own initialisation) against the config's evaluation target, with the same evaluator
 the run uses. A mini's target must sit above it.
 
-    python benchmarks/minigo_baseline.py [CONFIG ...]     (default: mini_frozen)
+    python benchmarks/minigo_baseline.py [CONFIG ...] [KEY=VALUE ...]   (default: mini_frozen)
+    e.g. python benchmarks/minigo_baseline.py mini_frozen run.seed=1
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 
 import jax
@@ -16,8 +18,8 @@ from tpubench import registry
 from tpubench.generations import _key
 
 
-def baseline(config_name: str) -> float:
-    cfg = config_lib.load("minigo", config_name)
+def baseline(config_name: str, overrides: dict | None = None) -> float:
+    cfg = config_lib.load("minigo", config_name, overrides or {})
     w = registry.create(cfg)
     variables = w.init_variables(jax.random.PRNGKey(cfg.run.seed))
     evaluator = w.make_evaluator(variables)
@@ -30,6 +32,9 @@ def baseline(config_name: str) -> float:
 
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or ["mini_frozen"]:
-        print(f"minigo/{name}: untrained network's win rate vs the target: "
-              f"{baseline(name):.3f}", flush=True)
+    names = [a for a in sys.argv[1:] if "=" not in a] or ["mini_frozen"]
+    overrides = {k: ast.literal_eval(v) for k, v in
+                 (a.split("=", 1) for a in sys.argv[1:] if "=" in a)}
+    for name in names:
+        print(f"minigo/{name} {overrides}: untrained network's win rate vs the target: "
+              f"{baseline(name, overrides):.3f}", flush=True)

@@ -7,8 +7,12 @@ per generation that the harness does not log:
   win_vs_gen0         every EVERY generations: the win rate of the trained net against
                       generation 0 (the run's own frozen untrained net), GAMES games half with
                       each colour (`match.ModelEvaluator`, greedy search without noise)
+  win_vs_gnugo        with --vs=gnugo instead: the win rate against the config's GNU Go
+                      (`match.GnuGoEvaluator`: eval.gnugo_level, data.komi), GAMES games, and
+                      the games won as black (the first half) and as white
 
     python benchmarks/minigo_learning.py OUT.jsonl GENERATIONS EVERY GAMES [KEY=VALUE ...]
+        [--vs=gen0|gnugo] [--save=DIR]    (--save: each generation's net as DIR/<g>.npz)
     e.g. python benchmarks/minigo_learning.py /tmp/mini_s0.jsonl 10 2 40 run.seed=0
 
 KEY=VALUE overrides the `mini` config (values as Python literals). One JSON line per
@@ -19,7 +23,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +38,8 @@ from tpubench.generations import Window, _key, _variables
 from workloads.minigo import match
 
 
-def main(out_path: str, generations: int, every: int, games: int, overrides: list[str]) -> None:
+def main(out_path: str, generations: int, every: int, games: int, overrides: list[str],
+         vs: str = "gen0", save: str = "") -> None:
     cfg = config_lib.load("minigo", "mini", {
         k: ast.literal_eval(v) for k, v in (o.split("=", 1) for o in overrides)})
     w = registry.create(cfg)
@@ -42,8 +49,14 @@ def main(out_path: str, generations: int, every: int, games: int, overrides: lis
     selfplay = jax.jit(w.selfplay)
     value = jax.jit(lambda v, x: w.apply(v, x)[1])
     gen0 = jax.tree.map(jnp.copy, _variables(state))
-    evaluator = match.ModelEvaluator(w.env, w.apply, w.settings(cfg.eval.num_readouts, False),
-                                     games, gen0, w.max_moves, gen0)
+    settings = w.settings(cfg.eval.num_readouts, False)
+    if vs == "gnugo":
+        evaluator = match.GnuGoEvaluator(w.env, w.apply, settings, games,
+                                         int(cfg.data.board_size), float(cfg.data.komi),
+                                         int(cfg.eval.gnugo_level), w.max_moves, gen0)
+    else:
+        evaluator = match.ModelEvaluator(w.env, w.apply, settings, games, gen0, w.max_moves,
+                                         gen0)
     window = Window(cfg.data.window_generations)
     with open(out_path, "a") as f:
         def log(**row):
@@ -51,8 +64,9 @@ def main(out_path: str, generations: int, every: int, games: int, overrides: lis
             f.write(json.dumps(row) + "\n")
             f.flush()
 
-        log(overrides=overrides, steps=k, batch=b, seed=int(cfg.run.seed))
+        log(overrides=overrides, vs=vs, steps=k, batch=b, seed=int(cfg.run.seed))
         for g in range(1, generations + 1):
+            t0 = time.perf_counter()
             ex = jax.device_get(selfplay(_variables(state), _key(state, 0, g)))
             valid = np.asarray(ex["valid"], bool)
             v = np.asarray(value(_variables(state), jnp.asarray(ex["inputs"][valid])))
@@ -61,16 +75,28 @@ def main(out_path: str, generations: int, every: int, games: int, overrides: lis
             sampler = np.random.default_rng([int(cfg.run.seed), g])  # as the harness draws
             state, tm = dispatch(state, jax.device_put(window.sample(sampler, k, b)))
             tm = jax.device_get(tm)
+            t1 = time.perf_counter()
             row = dict(gen=g, holdout_value_mse=round(mse, 4),
                        black_wins=float(ex["black_wins"]), moves=float(ex["moves"]),
                        value_loss=float(tm["value_loss"]), policy_loss=float(tm["policy_loss"]),
                        step=int(state.step))
-            if g % every == 0:
+            if save:
+                os.makedirs(save, exist_ok=True)
+                match.save_target(os.path.join(save, f"{g}.npz"), _variables(state))
+            if g % every == 0 and vs == "gnugo":
+                won = evaluator.wins(_variables(state), _key(state, 1, g))
+                row.update(win_vs_gnugo=float(won.mean()), won_black=int(won[:games // 2].sum()),
+                           won_white=int(won[games // 2:].sum()))
+            elif g % every == 0:
                 row["win_vs_gen0"] = evaluator.win_rate(_variables(state), _key(state, 1, g))
+            row.update(selfplay_train_s=round(t1 - t0, 1),
+                       eval_s=round(time.perf_counter() - t1, 1), load1=os.getloadavg()[0])
             log(**row)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 5:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    flags = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
+    if len(args) < 4 or set(flags) - {"vs", "save"}:
         sys.exit(__doc__)
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])
+    main(args[0], int(args[1]), int(args[2]), int(args[3]), args[4:], **flags)

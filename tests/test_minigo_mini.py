@@ -1,27 +1,51 @@
-"""The MiniGo mini (mini_frozen: 5x5, a frozen untrained network of another seed as target)
-reaches its win-rate target at the measured generation. Slow: init ~1-2 min + 2 generations
-(~2.5 min on the clock) on a shared 2-core machine."""
+"""The MiniGo mini (mini_frozen: 5x5, a frozen untrained network as the target, 40 evaluation
+games) reaches its win-rate target at the measured generation: bounded in generations, never in
+wall-clock time; its log passes the official checker. Measured curves: configs/mini_frozen.py's
+docstring."""
 
 from __future__ import annotations
 
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import train
+from tpubench import mllog, train
 
-MEASURED_GENERATION = 2  # seeds 0 and 1 (configs/mini_frozen.py docstring)
+# The generation at which each seed first reaches the target (configs/mini_frozen.py).
+MEASURED_GENERATION = {0: 8, 1: 2}
+
+
+def _reaches_target(seed: int, tmp_path) -> None:
+    cfg = config_lib.load("minigo", "mini_frozen", {
+        "run.seed": seed, "run.max_generations": MEASURED_GENERATION[seed] + 1})
+    assert cfg.run.max_time_s == 0.0  # bounded in generations only
+    s = train.train_and_evaluate(cfg, tmp_path / "run")
+    assert s["status"] == "success", s["quality_history"]
+    assert s["generations"] in (MEASURED_GENERATION[seed], MEASURED_GENERATION[seed] + 1)
+    assert s["quality_history"][0]["quality"] < cfg.eval.target_value
+    result = mllog.check_compliance(s["mlperf_log"])
+    assert result.valid, result.output
 
 
 @pytest.mark.slow
 def test_mini_frozen_reaches_its_target_at_the_measured_generation(tmp_path):
-    """Generation-bounded (one generation of slack), never wall-clock bounded; the untrained
-    network's rate (the baseline, 0.45) is below the target, and so is generation 1's (0.65).
+    """Seed 1: win rate >= 0.8 at generation 2 (measured 0.775 at 1, 0.850 at 2; the untrained
+    net 0.425), within 3 generations; the log passes the official checker. It took 396 s
+    (passed, load average 11-15 on 2 cores; init and 2 generations) but stays in the default
+    run: it is the only default test in which the reinforcement-learning loop must learn.
 
-    Bites: a float32 win rate (mean of 20 games: 0.69999999 < 0.7) kept the measured seed-1
-    run from stopping at generation 2 (seen in the run, before the exact count in match.py)."""
-    cfg = config_lib.load("minigo", "mini_frozen", {
-        "run.max_generations": MEASURED_GENERATION + 1, "run.max_time_s": 0.0})
-    s = train.train_and_evaluate(cfg, tmp_path / "run")
-    assert s["status"] == "success", s["quality_history"]
-    assert s["generations"] in (MEASURED_GENERATION, MEASURED_GENERATION + 1)
-    assert s["quality_history"][0]["quality"] < cfg.eval.target_value
+    Bites: training switched off (`schedule.lr_rates=(0.0,)`: every update zeroed, batch-norm
+    statistics still updated) won 0.400, 0.525, 0.625 at generations 1-3 (`tpubench run
+    minigo --config=mini_frozen --config.run.seed=1 --config.run.max_generations=3`): aborted.
+    Earlier (the old settings' target 0.7): a float32 win rate (a mean of games: 0.69999999 <
+    0.7) kept seed 1 from stopping at its generation."""
+    _reaches_target(1, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.extended
+def test_mini_frozen_reaches_its_target_at_the_measured_generation_seed_0(tmp_path):
+    """Seed 0: >= 0.8 at generation 8 (0.600-0.725 at generations 1-7), within 9 generations;
+    run with --extended. Generation 8 was measured through benchmarks/minigo_saved_curve.py on
+    the nets of benchmarks/minigo_learning.py (the same trajectory and evaluation keys), not yet
+    through this test."""
+    _reaches_target(0, tmp_path)

@@ -85,6 +85,10 @@ class GnuGoEvaluator:
         self._step.lower(state, jnp.zeros(self.games, jnp.int32)).compile()
 
     def win_rate(self, variables: Any, rng: jax.Array) -> float:
+        return float(np.mean(self.wins(variables, rng)))
+
+    def wins(self, variables: Any, rng: jax.Array) -> np.ndarray:
+        """Per game, did we win ([games] bool; our colour: black in the first half)."""
         ours = _colours(self.games)
         names = ("black", "white")
         key_init, rng = jax.random.split(rng)
@@ -124,7 +128,7 @@ class GnuGoEvaluator:
         finally:
             for engine in engines:
                 engine.close()
-        return int(np.sum(total > 0)) / self.games
+        return total > 0
 
 
 def load_target(path: str, variables_like: Any) -> Any:
