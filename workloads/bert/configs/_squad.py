@@ -16,6 +16,8 @@ def squad_base_config() -> ml_collections.ConfigDict:
     c = bert_base_config()
     c.model.task = "squad"
     c.model.init_checkpoint_has_squad_head = False  # True: a SQuAD fine-tuned checkpoint
+    # Or the --workdir of a `tpubench run bert` pre-training run (its encoder; "" = none).
+    c.model.init_params = ""
     c.data.max_seq_length = 384
     c.data.doc_stride = 128
     c.data.max_query_length = 64

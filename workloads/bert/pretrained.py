@@ -1,0 +1,112 @@
+"""Fine-tuning from a `bert` pre-training run of this suite: `--config.model.init_params=DIR`.
+
+DIR is the `--workdir` of a finished `tpubench run bert` (pre-training) run; its latest orbax
+checkpoint (`DIR/checkpoints/<step>/state`) is read without a target tree, so the pre-training
+run's optimizer and config need not be rebuilt. The encoder (`embeddings`, `layer_<i>`) replaces
+the fine-tuning model's random values; the pre-training heads (`pooler`, `nsp`, `mlm_*`) are
+dropped and a new head (SQuAD's `qa_outputs`) keeps its random init. An embedding table of the
+new model may have more rows than the checkpoint's (a longer sequence, a vocabulary extended
+after the pre-training one): the checkpoint's rows come first, the rest keep their random init.
+Any other shape difference is a `UsageError`, found from the checkpoint's metadata before any
+compute (`check`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+from flax import linen as nn
+from flax import traverse_util
+
+from tpubench import checkpoint
+from tpubench.errors import UsageError
+
+ENCODER = ("embeddings", "layer_")  # top-level names carried over
+EXTENDABLE = ("word_embeddings", "position_embeddings")  # tables that may grow by rows
+HINT = ("--config.model.init_params takes the --workdir of a finished `tpubench run bert "
+        "--config=mini` (pre-training) run.")
+
+
+def _state_dir(run_dir: str) -> str:
+    run_dir = os.path.expanduser(run_dir)
+    step = checkpoint.latest_step(run_dir) if os.path.isdir(run_dir) else None
+    if step is None:
+        raise UsageError(f"init_params={run_dir!r}: no checkpoint under "
+                         f"{os.path.join(run_dir, checkpoint.CHECKPOINT_DIR)}. {HINT}")
+    return os.path.abspath(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR, str(step), "state"))
+
+
+def _is_encoder(path: tuple[str, ...]) -> bool:
+    return path[0] == ENCODER[0] or path[0].startswith(ENCODER[1])
+
+
+def _encoder_shapes(run_dir: str) -> dict[tuple[str, ...], tuple[int, ...]]:
+    """Path -> shape of every encoder parameter in the checkpoint, from its metadata only."""
+    meta = ocp.StandardCheckpointer().metadata(_state_dir(run_dir))
+    tree = getattr(meta, "item_metadata", meta)
+    tree = getattr(tree, "tree", tree)
+    params = tree.get("params") if hasattr(tree, "get") else None
+    if not params:
+        raise UsageError(f"init_params={run_dir!r}: its checkpoint holds no params. {HINT}")
+    flat = traverse_util.flatten_dict(params)
+    return {p: tuple(m.shape) for p, m in flat.items() if _is_encoder(p)}
+
+
+def check(run_dir: str, params_like: Any) -> None:
+    """`UsageError` unless `run_dir`'s checkpoint has an encoder that fits `params_like` (the
+    fine-tuning model's params, abstract): every encoder leaf of the model present, same
+    shapes but for extra rows of `EXTENDABLE` tables."""
+    have = _encoder_shapes(run_dir)
+    want = {p: tuple(x.shape) for p, x in
+            traverse_util.flatten_dict(nn.unbox(params_like)).items() if _is_encoder(p)}
+    for path, shape in want.items():
+        got = have.get(path)
+        key = "/".join(path)
+        if got is None:
+            raise UsageError(f"init_params={run_dir!r}: the checkpoint has no {key}; it is not a "
+                             f"BERT run with this model's layers. {HINT}")
+        grows = (path[-2] in EXTENDABLE and got[1:] == shape[1:] and got[0] <= shape[0])
+        if got != shape and not grows:
+            raise UsageError(f"init_params={run_dir!r}: {key} has shape {got} in the checkpoint, "
+                             f"{shape} in this model (model sizes must match the pre-training "
+                             "run's).")
+
+
+def load_encoder(run_dir: str) -> dict[tuple[str, ...], np.ndarray]:
+    """Path -> value of every encoder parameter of `run_dir`'s latest checkpoint (host)."""
+    restored = ocp.StandardCheckpointer().restore(_state_dir(run_dir))
+    flat = traverse_util.flatten_dict(restored["params"])
+    return {p: np.asarray(v, np.float32) for p, v in flat.items() if _is_encoder(p)}
+
+
+def restore_encoder(boxed: Any, run_dir: str) -> Any:
+    """`boxed` (the model's freshly initialised params) with the encoder of `run_dir`'s
+    checkpoint in place; read by a host callback, so this traces (see `BertWorkload.init`)."""
+    flat_boxed = traverse_util.flatten_dict(boxed)
+    flat = {p: v for p, v in traverse_util.flatten_dict(nn.unbox(boxed)).items()
+            if _is_encoder(p)}
+    shapes = {"/".join(p): jax.ShapeDtypeStruct(v.shape, jnp.float32) for p, v in flat.items()}
+
+    def load(*current: np.ndarray) -> dict[str, np.ndarray]:
+        loaded = load_encoder(run_dir)
+        out = {}
+        for (p, _), value in zip(flat.items(), current, strict=True):
+            value = np.array(value, np.float32)
+            got = loaded[p]
+            value[:got.shape[0]] = got  # all of it, or the leading rows of a grown table
+            out["/".join(p)] = value
+        return out
+
+    values = jax.pure_callback(load, shapes, *(v.astype(jnp.float32) for v in flat.values()))
+    for p, box in flat_boxed.items():
+        key = "/".join(p)
+        if key in values:
+            value = values[key].astype(flat[p].dtype)
+            flat_boxed[p] = (box.replace_boxed(value) if isinstance(box, nn.Partitioned)
+                             else value)
+    return traverse_util.unflatten_dict(flat_boxed)
