@@ -24,9 +24,15 @@ Numbers from the v0.7 reference, mlcommons/training object_detection/pytorch
   state dict as .npz: workloads/ssd/convert.py). The reference loads the MSRA Caffe2 R-50
   (stride in the 1x1 conv, `STRIDE_IN_1X1 = True`); converting its Caffe2 names is not written.
 
-Not done: the COCO input pipeline. tensorflow-datasets' coco/2017 has no instance masks, so a
-tfds run is refused with a UsageError; `data.source=synthetic` runs (speed, not quality).
+Data (workloads/maskrcnn/coco.py): images, boxes and labels from tensorflow-datasets' coco/2017,
+instance masks rasterised by pycocotools from COCO's instances_{train,val}2017.json
+(`data.annotations_dir`; tfds keeps no segmentation), looked up by annotation id. Tested on
+tfds mock data only (tests/test_maskrcnn_coco.py); the reader is a host Python loop (PIL resize,
+pycocotools masks) whose throughput is not measured, and an eval batch carries its ground-truth
+masks at the bucket size (8 x 100 x 1344 x 1344 uint8, 1.4 GB).
 
+    tpubench run maskrcnn --config=full --workdir=DIR --config.data.dir=TFDS_DIR \
+        --config.data.annotations_dir=COCO_DIR/annotations
     tpubench fit maskrcnn --config=full --topology=v4:2x2x1
     tpubench run maskrcnn --config=full --config.data.source=synthetic
 
@@ -55,6 +61,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.dataset = "coco/2017"
     c.data.source = "tfds"
     c.data.eval_split = "validation"
+    c.data.annotations_dir = ""  # instances_{train,val}2017.json (workloads/maskrcnn/coco.py)
     c.data.min_image_size = 800
     c.data.max_image_size = 1333
     c.data.image_size = 1344  # the padded bucket (multiple of 64 >= 1333)
