@@ -1,6 +1,7 @@
 """Mask R-CNN R-50-FPN (MLPerf `maskrcnn`): the full model checked abstractly, the reference's
 schedule and optimizer groups, the backbone converter, a shrunk full config through the harness
-(two-metric eval_accuracy, the official checker), bad input, and the mini to target (slow)."""
+(two-metric eval_accuracy, the official checker) and bad input. No mini-to-target test yet:
+the mini's targets are provisional (workloads/maskrcnn/configs/mini.py)."""
 
 from __future__ import annotations
 
