@@ -39,8 +39,13 @@ masks at the bucket size (8 x 100 x 1344 x 1344 uint8, 1.4 GB).
 Measured: not run to target (needs COCO with masks and an accelerator). `tpubench fit maskrcnn
 --config=full --topology=v4:2x2x1` was started on the shared 2-core CPU host (libtpu
 compile-only devices) and had not finished compiling after 25 minutes (killed by its timeout,
-no report): no memory or roofline figures yet. The 2000-iteration greedy NMS loops per level
-(`fori_loop`) and the 1344 x 1344 bucket are the likely compile cost; not investigated.
+no report): no memory or roofline figures yet. Rerun 2026-12-02 (session c, with
+ALLOW_MULTIPLE_LIBTPU_LOAD=1: another fit held libtpu's lockfile): killed by its 36-minute
+timeout, still compiling, after at least 20 min of CPU (12:14 of CPU at 23 min, 20:10 at 29 min,
+by ps; load average falling from 15 to 4): again no report. SSD's full fit needed 1,066 s of CPU.
+The 2000-iteration greedy NMS loops per level (`fori_loop`) and the 1344 x 1344 bucket are the
+likely compile cost; not investigated (next: time the compile of the eval step and of one
+train step alone, K=1, each with the 2000s cut, to find which part is slow).
 """
 
 import ml_collections
