@@ -307,6 +307,11 @@ WORKLOADS: dict[str, dict[str, Tunable]] = {
             f"{RULES}, Data State at Start of Run: where the reference's ImageNet-pretrained "
             "ResNet-34 file lives (train.py --pretrained-backbone), not what it is"),
     },
+    "maskrcnn": {
+        "data.annotations_dir": Tunable(
+            f"{RULES}, Data State at Start of Run: \"Data can start on any durable storage "
+            "system\" (where COCO's instances JSON files live, not what they are)"),
+    },
 }
 
 # Keys the config file (or this module) sets: never overridden.

