@@ -26,8 +26,9 @@ def test_unknown_workload_lists_the_known_ones(tmp_path):
 
 def test_unknown_config_lists_the_workloads_configs(tmp_path):
     proc = runs.tpubench("run", "resnet", "--config=tiny", f"--workdir={tmp_path / 'w'}")
-    _assert_usage_error(proc, "Unknown config 'tiny'", "full, full_sgd, mini, smoke",
-                        workdir=tmp_path / "w")
+    known = ("full, full_sgd, mini, mobilenet_edgetpu, mobilenet_edgetpu_mini, "
+             "mobilenet_edgetpu_smoke, smoke")
+    _assert_usage_error(proc, "Unknown config 'tiny'", known, workdir=tmp_path / "w")
 
 
 def test_unknown_config_key_is_refused_not_added(tmp_path):
