@@ -153,3 +153,14 @@ def test_missing_annotations_are_a_usage_error_naming_the_file(tmp_path):
             tfds.core.DatasetBuilder, "is_prepared", return_value=True), pytest.raises(
             UsageError, match="instances_train2017.json.*annotations_dir"):
         registry.create(cfg).check_data()
+
+
+@pytest.mark.parametrize("key,value", [("model.backbone_checkpoint", "/data/r50.npz"),
+                                       ("data.annotations_dir", "/data/coco/annotations")])
+def test_where_the_reference_inputs_live_keeps_the_full_config_closed(key, value):
+    """The full config must name the pretrained backbone file and the annotations directory,
+    both the reference's inputs: pointing at them keeps closed division. Bites: the
+    maskrcnn table without `model.backbone_checkpoint` (as before: the full config turned open)."""
+    cfg = config_lib.load("maskrcnn", "full", {key: value})
+    assert cfg.submission.division == "closed", list(cfg.submission.open_reasons)
+    assert list(cfg.submission.open_reasons) == []

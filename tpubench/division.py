@@ -308,6 +308,9 @@ WORKLOADS: dict[str, dict[str, Tunable]] = {
             "ResNet-34 file lives (train.py --pretrained-backbone), not what it is"),
     },
     "maskrcnn": {
+        "model.backbone_checkpoint": Tunable(
+            f"{RULES}, Data State at Start of Run: where the reference's ImageNet-pretrained "
+            "ResNet-50 file lives (maskrcnn-benchmark MODEL.WEIGHT), not what it is"),
         "data.annotations_dir": Tunable(
             f"{RULES}, Data State at Start of Run: \"Data can start on any durable storage "
             "system\" (where COCO's instances JSON files live, not what they are)"),
