@@ -164,3 +164,21 @@ def test_where_the_reference_inputs_live_keeps_the_full_config_closed(key, value
     cfg = config_lib.load("maskrcnn", "full", {key: value})
     assert cfg.submission.division == "closed", list(cfg.submission.open_reasons)
     assert list(cfg.submission.open_reasons) == []
+
+
+def test_a_resumed_train_stream_gives_the_batches_the_first_run_would_have(mock_coco):
+    """`train_batches(start_step=2)` is the uninterrupted stream's third batch, images, boxes,
+    masks and flips alike (a preempted run resumes on the same data). Bites: skipping
+    `start_step` examples instead of `start_step` batches of them (tried: other images)."""
+    import itertools
+
+    import tensorflow_datasets as tfds
+
+    w = mock_coco[0]
+    with tfds.testing.mock_data(num_examples=6), mock.patch.object(
+            tfds.core.DatasetBuilder, "is_prepared", return_value=True):
+        third = list(itertools.islice(w.train_batches(0, 0, 1), 3))[2]
+        resumed = next(w.train_batches(2, 0, 1))
+    assert sorted(resumed) == sorted(third)
+    for k in third:
+        np.testing.assert_array_equal(resumed[k], third[k], err_msg=k)

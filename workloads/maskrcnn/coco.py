@@ -24,25 +24,22 @@ dropped. The flip is drawn from (seed, step, row), so a resumed run sees the sam
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from collections.abc import Iterator
 
 import ml_collections
 import numpy as np
 
-from tpubench import sources
 from tpubench.detection import masks
 from tpubench.errors import UsageError
+from workloads.ssd import coco as ssd_coco
 
 PIXEL_MEAN_BGR = np.array([102.9801, 115.9465, 122.7717], np.float32)
 ANNOTATION_FILES = {"train": "instances_train2017.json", "validation": "instances_val2017.json"}
 
 
-def builder(config: ml_collections.ConfigDict):
-    """The tfds builder of config.data.dataset, or a `UsageError` saying how to prepare it."""
-    return sources.tfds_builder(
-        config, "Build it with `tfds build coco/2017 --data_dir=DATA_DIR` (downloads ~25 GB "
-        "from cocodataset.org)")
+builder = ssd_coco.builder  # the same tfds coco/2017 (and its UsageError) as SSD's
 
 
 def annotation_path(config: ml_collections.ConfigDict, split: str) -> str:
@@ -161,22 +158,19 @@ def train_batches(config: ml_collections.ConfigDict, start_step: int, process_in
     coco = _coco(annotation_path(config, "train"))
     split = tfds.split_for_jax_process("train", process_index=process_index,
                                        process_count=process_count)
-    ds = builder(config).as_dataset(split=split, shuffle_files=True, read_config=tfds.ReadConfig(
-        shuffle_seed=config.run.seed)).repeat()
     local = int(config.data.global_batch_size) // process_count
-    usable = (ex for ex in tfds.as_numpy(ds) if len(ex["objects"]["label"]))
-    step, rows = 0, []
-    for ex in usable:
-        if step >= start_step:
+    # Images without annotations are dropped (as SSD's stream); a resumed run skips the rows
+    # of the steps before `start_step` in tf.data, never converting them.
+    ds = builder(config).as_dataset(split=split, shuffle_files=True, read_config=tfds.ReadConfig(
+        shuffle_seed=config.run.seed)).filter(ssd_coco._has_boxes).repeat()
+    examples = iter(tfds.as_numpy(ds.skip(start_step * local)))
+    for step in itertools.count(start_step):
+        rows = []
+        for ex in itertools.islice(examples, local):
             r = process_index * local + len(rows)
             flip = np.random.default_rng([config.run.seed, step, r]).random() < 0.5
             rows.append(example_arrays(ex, coco, config, train=True, flip=flip))
-        else:
-            rows.append(None)
-        if len(rows) == local:
-            if step >= start_step:
-                yield _stack(rows)
-            step, rows = step + 1, []
+        yield _stack(rows)
 
 
 def eval_batches(config: ml_collections.ConfigDict, process_index: int, process_count: int
