@@ -34,6 +34,8 @@ def _run_to_target(seed, shared_data_dir, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # 307 s of the default run (suite budget ~25 min on 2 cores); the GNMT
+# smoke tests stay in it (test_gnmt.py), as the Transformer's do for its extended mini
 def test_mini_reaches_its_bleu_target_at_the_measured_step(shared_data_dir, tmp_path):
     """Seed 0 reaches BLEU 25.0 by its measured eval point (step 500; not earlier than 400) and
     its log passes the official checker. Break tried: the mini's previous lr 3e-3 (this config
