@@ -93,9 +93,11 @@ class Embeddings(nn.Module):
         self.dropout = nn.Dropout(c.hidden_dropout_prob)
 
     def __call__(
-        self, input_ids: jax.Array, segment_ids: jax.Array, deterministic: bool
+        self, input_ids: jax.Array, segment_ids: jax.Array, deterministic: bool,
+        position_ids: jax.Array | None = None,
     ) -> jax.Array:
-        positions = jnp.arange(input_ids.shape[1])[None, :]
+        positions = jnp.arange(input_ids.shape[1])[None, :] if position_ids is None \
+            else position_ids
         x = (
             self.word_embeddings(input_ids)
             + self.position_embeddings(positions)
@@ -178,11 +180,23 @@ class EncoderLayer(nn.Module):
         return nn.with_logical_constraint(x, ("batch", "length", "embed"))
 
 
+def attention_bias(input_mask: jax.Array, packed: bool, dtype: Dtype) -> jax.Array:
+    """Scores added before the softmax, [batch, 1, queries, keys]: -10000 on padding keys, as in
+    the reference; for packed rows (`packing.py`: `input_mask` numbers each token's example) also
+    on every key of another example, so that examples sharing a row never see each other."""
+    if packed:
+        same = (input_mask[:, :, None] == input_mask[:, None, :]) & (input_mask[:, None, :] > 0)
+        return ((1.0 - same[:, None].astype(jnp.float32)) * -10000.0).astype(dtype)
+    return ((1.0 - input_mask[:, None, None, :].astype(jnp.float32)) * -10000.0).astype(dtype)
+
+
 class BertForPreTraining(nn.Module):
     """BERT encoder + masked-LM head + next-sentence head.
 
     Returns (masked-LM logits [batch, predictions, vocab], next-sentence logits [batch, 2]),
-    both float32.
+    both float32. Packed rows (`packing.py`) also pass `position_ids` and
+    `next_sentence_positions` [batch, examples]: attention stays within each example and the
+    next-sentence logits are [batch, examples, 2], one per example's own `[CLS]`.
     """
 
     config: BertConfig
@@ -195,21 +209,23 @@ class BertForPreTraining(nn.Module):
         segment_ids: jax.Array,
         masked_lm_positions: jax.Array,
         train: bool = False,
+        position_ids: jax.Array | None = None,
+        next_sentence_positions: jax.Array | None = None,
     ) -> tuple[jax.Array, jax.Array]:
         c = self.config
         deterministic = not train
         embeddings = Embeddings(c, name="embeddings")
-        x = embeddings(input_ids, segment_ids, deterministic)
-        # Padding keys get -10000 added to their scores, as in the reference.
-        bias = (1.0 - input_mask[:, None, None, :].astype(jnp.float32)) * -10000.0
-        bias = bias.astype(c.dtype)
+        x = embeddings(input_ids, segment_ids, deterministic, position_ids)
+        bias = attention_bias(input_mask, position_ids is not None, c.dtype)
         for i in range(c.num_hidden_layers):
             x = EncoderLayer(c, name=f"layer_{i}")(x, bias, deterministic)
 
+        cls = x[:, 0] if next_sentence_positions is None else jnp.take_along_axis(
+            x, next_sentence_positions[..., None], axis=1)
         pooled = nn.Dense(
             c.hidden_size, dtype=c.dtype, name="pooler",
             kernel_init=_kernel_init(c, ("embed", "mlp")), bias_init=_zeros(("mlp",)),
-        )(x[:, 0])
+        )(cls)
         pooled = jnp.tanh(pooled)
         nsp_logits = nn.Dense(
             2, dtype=c.dtype, name="nsp",
@@ -251,8 +267,7 @@ class BertForQuestionAnswering(nn.Module):
         c = self.config
         deterministic = not train
         x = Embeddings(c, name="embeddings")(input_ids, segment_ids, deterministic)
-        bias = (1.0 - input_mask[:, None, None, :].astype(jnp.float32)) * -10000.0
-        bias = bias.astype(c.dtype)
+        bias = attention_bias(input_mask, False, c.dtype)
         for i in range(c.num_hidden_layers):
             x = EncoderLayer(c, name=f"layer_{i}")(x, bias, deterministic)
         logits = nn.Dense(

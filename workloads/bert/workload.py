@@ -7,6 +7,9 @@ Data sources (`config.data.source`):
   "synthetic"    right-shaped batches generated on device.
 Quality = masked-LM accuracy (weighted by `masked_lm_weights`) on the fixed eval set. Training
 starts from `config.model.init_checkpoint` (a TF BERT checkpoint) when one is given.
+`config.data.packed` (an option; Google's v0.7 record did not pack): the training records hold
+up to `data.max_per_row` examples per row (`packing.py`, made by `pack_records.py`); a step is
+then `global_batch_size` rows, and the eval set stays unpacked.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
-from workloads.bert import input_pipeline, shakespeare, tf_checkpoint
+from workloads.bert import input_pipeline, packing, shakespeare, tf_checkpoint
 from workloads.bert.model import BertConfig, BertForPreTraining
 
 OPTIMIZERS = ("lamb", "adamw")  # "adamw": the mini only (LAMB is the reference)
@@ -44,6 +47,11 @@ def _sizes(w: BertWorkload) -> tuple[int, int]:
     return int(w.config.data.max_seq_length), int(w.config.data.max_predictions_per_seq)
 
 
+def _per_row(config: Any) -> int:
+    """Examples per packed training row; 0 when the training data is not packed."""
+    return int(config.data.max_per_row) if config.data.get("packed", False) else 0
+
+
 def _check_tfrecord(w: BertWorkload) -> None:
     c = w.config
     for key in ("train_file_pattern", "eval_file_pattern"):
@@ -52,6 +60,17 @@ def _check_tfrecord(w: BertWorkload) -> None:
                 f"No BERT TFRecords match {c.data[key]!r} under data.dir={c.data.dir!r}. "
                 + TFRECORD_HINT
             )
+    first = input_pipeline.record_files(c.data.dir, c.data.train_file_pattern)[0]
+    is_packed = set(packing.PACKED_FEATURES) <= input_pipeline.record_keys(first)
+    if is_packed != bool(_per_row(c)):
+        raise UsageError(
+            f"{first} holds {'packed' if is_packed else 'unpacked'} examples but "
+            f"data.packed={bool(_per_row(c))}. " + (
+                "Pack them first (python -m workloads.bert.pack_records --input_dir=DIR "
+                f"--output_dir=PACKED --max_per_row={c.data.max_per_row}) and pass "
+                "--config.data.dir=PACKED, or drop --config.data.packed." if not is_packed else
+                "Pass --config.data.packed=True (and data.max_per_row as packed).")
+        )
 
 
 def _tfrecord_train(w: BertWorkload, start_step: int, process_index: int,
@@ -60,7 +79,7 @@ def _tfrecord_train(w: BertWorkload, start_step: int, process_index: int,
     return input_pipeline.tfrecord_train_batches(
         input_pipeline.record_files(c.data.dir, c.data.train_file_pattern),
         w._per_process(c.data.global_batch_size, process_count), *_sizes(w), c.run.seed, start_step,
-        process_index, process_count, c.data.shuffle_buffer_size,
+        process_index, process_count, c.data.shuffle_buffer_size, _per_row(c),
     )
 
 
@@ -72,6 +91,9 @@ def _tfrecord_eval_examples(w: BertWorkload) -> Batch:
 
 def _check_shakespeare(w: BertWorkload) -> None:
     shakespeare.plays_dir()
+    if _per_row(w.config):
+        raise UsageError("The Shakespeare examples fill every row (nothing to pack): "
+                         "data.packed is for the MLPerf TFRecords (data.source='tfrecord').")
     if w.config.model.vocab_size <= len(shakespeare.SPECIAL_TOKENS):
         raise UsageError("--config.model.vocab_size must exceed the 5 special tokens.")
     if not 0.0 < float(w.config.data.masked_lm_prob) <= 1.0:
@@ -169,6 +191,14 @@ class BertWorkload(Workload):
             "masked_lm_weights": jax.ShapeDtypeStruct((batch_size, preds), jnp.float32),
             "next_sentence_labels": jax.ShapeDtypeStruct((batch_size,), i32),
         }
+        per_row = _per_row(self.config) if train else 0
+        if per_row:
+            spec.update({
+                "position_ids": jax.ShapeDtypeStruct((batch_size, seq), i32),
+                "next_sentence_positions": jax.ShapeDtypeStruct((batch_size, per_row), i32),
+                "next_sentence_labels": jax.ShapeDtypeStruct((batch_size, per_row), i32),
+                "next_sentence_weights": jax.ShapeDtypeStruct((batch_size, per_row), jnp.float32),
+            })
         if not train:
             spec["mask"] = jax.ShapeDtypeStruct((batch_size,), jnp.float32)
         return spec
@@ -178,6 +208,8 @@ class BertWorkload(Workload):
         return self.model().apply(
             {"params": params}, batch["input_ids"], batch["input_mask"], batch["segment_ids"],
             batch["masked_lm_positions"], train=train, rngs=rngs,
+            position_ids=batch.get("position_ids"),
+            next_sentence_positions=batch.get("next_sentence_positions"),
         )
 
     def init(self, rng: jax.Array) -> tuple[PyTree, PyTree]:
@@ -242,9 +274,13 @@ class BertWorkload(Workload):
         )
         # The reference's normalisation: sum(w * xent) / (sum(w) + 1e-5).
         mlm_loss = jnp.sum(mlm_xent * weights) / (jnp.sum(weights) + 1e-5)
-        nsp_loss = jnp.mean(optax.softmax_cross_entropy_with_integer_labels(
-            nsp_logits, batch["next_sentence_labels"]
-        ))
+        nsp_xent = optax.softmax_cross_entropy_with_integer_labels(
+            nsp_logits, batch["next_sentence_labels"])
+        if "next_sentence_weights" in batch:  # packed rows: the mean over their real examples
+            nsp_w = batch["next_sentence_weights"]
+            nsp_loss = jnp.sum(nsp_xent * nsp_w) / jnp.maximum(jnp.sum(nsp_w), 1.0)
+        else:
+            nsp_loss = jnp.mean(nsp_xent)
         correct = (jnp.argmax(mlm_logits, -1) == batch["masked_lm_ids"]) * weights
         metrics = {
             "loss": mlm_loss + nsp_loss,
@@ -342,24 +378,46 @@ class BertWorkload(Workload):
         return self.data_source().read_eval(self)
 
     def synthetic_batch(self, rng: jax.Array, batch_size: int) -> Batch:
-        """Random ids over the vocabulary; every prediction slot used, distinct positions."""
+        """Random ids over the vocabulary; every prediction slot used, distinct positions. With
+        `data.packed`: rows of `data.max_per_row` equal examples (the last tokens of a row that
+        does not divide evenly are padding)."""
+        return self._synthetic(rng, batch_size, _per_row(self.config))
+
+    def synthetic_eval_batch(self, rng: jax.Array, batch_size: int) -> Batch:
+        """Unpacked, as the eval set always is."""
+        return self._synthetic(rng, batch_size, 0)
+
+    def _synthetic(self, rng: jax.Array, batch_size: int, per_row: int) -> Batch:
         c = self.config
         seq, preds = int(c.data.max_seq_length), int(c.data.max_predictions_per_seq)
         k_ids, k_pos, k_lab, k_nsp = jax.random.split(rng, 4)
         vocab = int(c.model.vocab_size)
+        part = seq // max(per_row, 1)  # tokens per example
+        used = part * max(per_row, 1)
         positions = jnp.sort(jax.vmap(
-            lambda k: jax.random.choice(k, seq, (preds,), replace=False)
+            lambda k: jax.random.choice(k, used, (preds,), replace=False)
         )(jax.random.split(k_pos, batch_size)), axis=1).astype(jnp.int32)
-        return {
+        at = jnp.arange(seq)
+        batch = {
             "input_ids": jax.random.randint(k_ids, (batch_size, seq), 0, vocab, jnp.int32),
             "input_mask": jnp.ones((batch_size, seq), jnp.int32),
-            "segment_ids": (jnp.arange(seq) >= seq // 2).astype(jnp.int32)[None].repeat(
-                batch_size, 0),
+            "segment_ids": (at % part >= part // 2).astype(jnp.int32)[None].repeat(batch_size, 0),
             "masked_lm_positions": positions,
             "masked_lm_ids": jax.random.randint(k_lab, (batch_size, preds), 0, vocab, jnp.int32),
             "masked_lm_weights": jnp.ones((batch_size, preds), jnp.float32),
-            "next_sentence_labels": jax.random.randint(k_nsp, (batch_size,), 0, 2, jnp.int32),
+            "next_sentence_labels": jax.random.randint(
+                k_nsp, (batch_size, per_row) if per_row else (batch_size,), 0, 2, jnp.int32),
         }
+        if per_row:
+            example = jnp.where(at < used, at // part + 1, 0).astype(jnp.int32)
+            batch.update({
+                "input_mask": example[None].repeat(batch_size, 0),
+                "position_ids": (at % part).astype(jnp.int32)[None].repeat(batch_size, 0),
+                "next_sentence_positions": (jnp.arange(per_row, dtype=jnp.int32) * part)[None]
+                .repeat(batch_size, 0),
+                "next_sentence_weights": jnp.ones((batch_size, per_row), jnp.float32),
+            })
+        return batch
 
     # ---- log -------------------------------------------------------------------------------
     def mllog_hyperparameters(self) -> dict[str, Any]:

@@ -36,6 +36,10 @@ def bert_base_config() -> ml_collections.ConfigDict:
     c.data.train_file_pattern = "part-*"
     c.data.eval_file_pattern = "eval_10k*"
     c.data.shuffle_buffer_size = 10_000
+    # Packed training records (workloads/bert/packing.py, an option; the v0.7 JAX record did not
+    # pack): up to max_per_row examples per row of max_seq_length tokens.
+    c.data.packed = False
+    c.data.max_per_row = 3
 
     # LAMB and the reference's warmup + polynomial-decay schedule. `optimizer="adamw"` (the mini)
     # uses the same betas, epsilon, weight decay and schedule with AdamW.
