@@ -77,8 +77,9 @@ def test_best_fit_on_a_hand_made_case():
 def test_a_packed_row_computes_what_its_examples_compute_alone():
     """Masked-LM and next-sentence logits of every example, packed 3 to a row (with the model's
     block-diagonal attention and restarted positions), equal those of the example alone.
-    Bites: the padding-only mask for packed rows (examples see each other), positions not
-    restarted (tried both: differences ~1e-1)."""
+    Bites (tried): the padding-only mask for packed rows, so that examples see each other (max
+    difference 3.9e-4 at this random init's near-uniform attention), and positions not
+    restarted (0.18)."""
     w = BertWorkload(_config())
     params, _ = jax.jit(lambda r: nn.meta.unbox(w.init(r)))(jax.random.PRNGKey(0))
     ex = _examples(24, seed=1)
@@ -145,7 +146,8 @@ def packed_records(tmp_path_factory):
 
 
 def test_pack_records_writes_the_packed_rows_and_their_counts(packed_records):
-    """Bites: write_tfrecords writing float weights as ints (read back as 0/1; tried)."""
+    """Every packed array read back from the file equals `packing.pack` of the unpacked file,
+    dtype included; the report counts the rows."""
     raw, out = packed_records
     report = json.loads((out / "packing.json").read_text())
     for name in ("part-00000-of-00002", "part-00001-of-00002"):
