@@ -152,6 +152,22 @@ def test_packing_fits_rows_and_keeps_every_pair_once_per_epoch():
                     packed[f"{key}_position"][r][seg == s], np.arange(len(seqs[i])))
 
 
+def test_packing_off_puts_one_pair_per_row_and_names_another_prepared_directory(tmp_path):
+    """`data.packing=False` (benchmarks/packing.py's baseline): one pair per row, in the given
+    order; the prepared data of that config lives apart from the packed one's, while the packed
+    configs keep their directory names. Bites: the option not reaching pack_rows (rows of 2-4
+    pairs), or missing from the digest (both configs would share one prepared directory)."""
+    pairs = _toy_pairs()
+    kept = ip.keep_indices(pairs, 16)
+    rows = ip.pack_rows(pairs, kept, 16, packing=False)
+    assert rows == [[i] for i in kept.tolist()]
+    assert len(ip.pack_rows(pairs, kept, 16)) < len(rows)
+    packed = _config("mini", **{"data.cache_dir": str(tmp_path)})
+    unpacked = _config("mini", **{"data.cache_dir": str(tmp_path), "data.packing": False})
+    assert prepared.directory(packed) != prepared.directory(unpacked)
+    assert "packing" not in prepared._data_keys(packed)
+
+
 def test_long_pairs_are_discarded():
     pairs = _toy_pairs()
     kept = ip.keep_indices(pairs, 8)

@@ -143,14 +143,16 @@ def tokenize_pairs(tokenizer, pairs: TextPairs, lowercase: bool) -> Pairs:
 
 
 # ---- packing ---------------------------------------------------------------------------------
-def pack_rows(pairs: Pairs, order: np.ndarray, max_len: int) -> list[list[int]]:
-    """Greedy packing: lists of pair indices, each list fitting `max_len` on both sides."""
+def pack_rows(pairs: Pairs, order: np.ndarray, max_len: int, packing: bool = True
+              ) -> list[list[int]]:
+    """Greedy packing: lists of pair indices, each list fitting `max_len` on both sides; with
+    `packing=False`, one pair per row (the rest of the row is padding)."""
     rows: list[list[int]] = []
     row: list[int] = []
     used_src = used_tgt = 0
     for i in order.tolist():
         n_src, n_tgt = len(pairs.sources[i]), len(pairs.targets[i])
-        if row and (used_src + n_src > max_len or used_tgt + n_tgt > max_len):
+        if row and (used_src + n_src > max_len or used_tgt + n_tgt > max_len or not packing):
             rows.append(row)
             row, used_src, used_tgt = [], 0, 0
         row.append(i)

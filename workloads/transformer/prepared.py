@@ -61,8 +61,13 @@ BPE_KEYS = {
 TOKENIZERS = ("subword", "sentencepiece", "bpe")
 
 
+# In the digest only when set to False, so that the packed configs' directories keep their names.
+UNPACKED_KEYS = {"packing": "data.packing"}
+
+
 def _data_keys(config: ml_collections.ConfigDict) -> dict[str, str]:
-    return {**DATA_KEYS, **BPE_KEYS} if config.data.get("tokenizer") == "bpe" else DATA_KEYS
+    keys = {**DATA_KEYS, **BPE_KEYS} if config.data.get("tokenizer") == "bpe" else DATA_KEYS
+    return keys if config.data.get("packing", True) else {**keys, **UNPACKED_KEYS}
 
 
 def _value(config: ml_collections.ConfigDict, path: str):
@@ -229,7 +234,8 @@ def prepare(config: ml_collections.ConfigDict, read_train: Callable[[], list[Tex
                 f"The vocabulary has {tok.vocab_size} subtokens, more than the model's "
                 f"vocab_size={c.model.vocab_size}; raise --config.model.vocab_size.")
         kept = ip.keep_indices(pairs, c.data.max_len)
-        rows = ip.pack_rows(pairs, kept[pack_order(len(kept))], c.data.max_len)
+        rows = ip.pack_rows(pairs, kept[pack_order(len(kept))], c.data.max_len,
+                            bool(c.data.get("packing", True)))
         np.savez(
             out / "train.npz",
             sources=_flat(pairs.sources), source_lens=[len(x) for x in pairs.sources],

@@ -75,6 +75,9 @@ def get_config() -> ml_collections.ConfigDict:
 
     # Data shapes and sizes.
     c.data.max_len = 256  # packed row length; longer pairs are discarded (reference max_length)
+    # Pack several pairs per row (Google's v0.7 JAX record); False: one pair per row, padded
+    # (benchmarks/packing.py compares the non-padding tokens/s of the two).
+    c.data.packing = True
     c.data.max_eval_input_len = 0  # 0 = the longest prepared eval source: never truncated
     c.eval.max_decode_len = 0  # 0 = eval input length + 50 (reference extra_decode_length)
     c.data.global_batch_size = 2048
