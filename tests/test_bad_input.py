@@ -232,3 +232,14 @@ def test_the_same_bad_override_gives_the_same_error_from_both_entry_points(tmp_p
         _assert_refused(code_a, a, bad.split("=")[0].removeprefix("--config."))
         assert (code_a, a) == (code_b, b)
     assert not (tmp_path / "w").exists()
+
+
+def test_a_synthetic_run_checks_its_start_checkpoint_before_any_compute(tmp_path):
+    """Synthetic data skips the dataset checks, not the model's: a SQuAD fine-tuning start
+    (`model.init_params`) that is no run is refused up front.
+    Bites: train.py calling check_data for real data only (the error came from inside the
+    jitted init, as a traceback; seen before this test)."""
+    proc = runs.tpubench("run", "bert", "--config=squad_smoke",
+                         f"--config.model.init_params={tmp_path / 'no_run'}",
+                         f"--workdir={tmp_path / 'w'}")
+    _assert_usage_error(proc, "init_params=", workdir=tmp_path / "w")

@@ -81,8 +81,10 @@ class PreparedTranslation:
 
     def check_prepared(self) -> None:
         """The prepared data exists, its vocabulary fits the model and its eval inputs fit
-        (manifest only: the data itself is read after run_start)."""
+        (manifest only: the data itself is read after run_start); nothing for synthetic data."""
         c = self.config
+        if c.data.source == "synthetic":
+            return
         manifest = self.manifest()
         if manifest["vocab_size"] > c.model.vocab_size:
             raise UsageError(
