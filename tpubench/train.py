@@ -165,6 +165,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         return generations.train_and_evaluate(workload, workdir)
     run = RunDir(workdir)
     run.check_not_finished()
+    source = config.data.source
     workload.check_data()  # synthetic too: its model-side checks (start checkpoints, sizes)
     mesh = mesh_lib.build_mesh(config)
     mesh_lib.check_batch(config.data.global_batch_size, mesh)
