@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import linen as nn
 
 from tpubench.errors import UsageError
 from tpubench.infer import cli, quantize
@@ -75,4 +76,81 @@ def test_an_unknown_scheme_is_a_usage_error_before_any_compute(tmp_path, capsys)
                    "--quantize=int4", f"--workdir={tmp_path / 'out'}"])
     assert rc == 2
     assert "Unknown --quantize='int4'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+# ---- int8 activations from a calibration set (--calibration_samples) -----------------------
+class _TwoLayer(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(2, name="out")(nn.relu(nn.Dense(3, name="hidden")(x)))
+
+
+def _two_layer():
+    model = _TwoLayer()
+    params = model.init(jax.random.key(0), jnp.zeros((1, 4)))["params"]
+    return model, jax.tree.map(np.asarray, params)
+
+
+def _spec(model):
+    from tpubench.infer.spec import InferenceSpec
+
+    return InferenceSpec(mlperf_name="made", load_samples=lambda: None,
+                         apply=lambda p, s, x: model.apply({"params": p}, x),
+                         accuracy=lambda o, y: 0.0, server_latency_bound_ms=0.0)
+
+
+def test_calibration_takes_the_max_of_each_kernels_input_over_every_batch():
+    """The statistic of `hidden` is max |x| over all 10 samples (the largest sits in the last
+    batch of 4), that of `out` max relu(hidden(x)); with percentile:50 the per-batch medians
+    of |x| averaged. Bites (tried): the statistic of the first batch only (hidden: 3.0, not
+    9.0)."""
+    model, params = _two_layer()
+    x = np.random.default_rng(1).normal(size=(10, 4)).astype(np.float32)
+    x[1, 2], x[9, 0] = 3.0, -9.0
+    scales = quantize.calibrate(_spec(model).apply, params, {}, x, 4, None)
+    assert set(scales) == {"hidden", "out"}
+    assert scales["hidden"] == pytest.approx(9.0)
+    h = np.maximum(x @ params["hidden"]["kernel"] + params["hidden"]["bias"], 0)
+    assert scales["out"] == pytest.approx(np.abs(h).max(), rel=1e-5)
+    medians = quantize.calibrate(_spec(model).apply, params, {}, x, 4, 50.0)
+    want = np.mean([np.percentile(np.abs(x[i:i + 4]), 50) for i in (0, 4, 8)])
+    assert medians["hidden"] == pytest.approx(want, rel=1e-5)
+
+
+def test_calibrated_apply_rounds_each_kernels_input_to_its_int8_grid():
+    """The served function with scales = the int8 weights applied to inputs rounded to
+    multiples of scale/127 and clipped at the statistic (0.5 here, below the largest |x|),
+    layer by layer, computed here in numpy. Bites (tried): the scales ignored (the weights-only
+    output: all 12 values differ)."""
+    model, params = _two_layer()
+    x = np.random.default_rng(2).normal(size=(6, 4)).astype(np.float32)
+    scales = {"hidden": 0.5, "out": 1.5}
+    spec, qparams = quantize.quantized_spec(_spec(model), params, scales)
+    got = np.asarray(jax.jit(spec.apply)(qparams, {}, x))
+    w = {k: np.asarray(v["kernel"].dequantize()) for k, v in qparams.items()}
+
+    def fq(a, stat):
+        step = np.float32(stat / 127)
+        return np.clip(np.round(a / step), -127, 127) * step
+
+    h = np.maximum(fq(x, 0.5) @ w["hidden"] + params["hidden"]["bias"], 0)
+    want = fq(h, 1.5) @ w["out"] + params["out"]["bias"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    weights_only = (np.maximum(x @ w["hidden"] + params["hidden"]["bias"], 0) @ w["out"]
+                    + params["out"]["bias"])
+    assert np.abs(got - weights_only).max() > 0.01
+
+
+@pytest.mark.parametrize("flags, match", [
+    (["--calibration_samples=8"], "--calibration_samples applies to --quantize=int8 only"),
+    (["--quantize=int8", "--calibration_samples=8", "--calibration=p99"],
+     "Unknown --calibration='p99'"),
+    (["--quantize=int8", "--calibration_samples=-1"], "must be >= 0"),
+])
+def test_bad_calibration_flags_are_usage_errors_before_any_compute(tmp_path, capsys, flags,
+                                                                    match):
+    rc = cli.main(["resnet", "--config=mobilenet_edgetpu_smoke", "--scenario=Offline", *flags,
+                   f"--workdir={tmp_path / 'out'}"])
+    assert rc == 2 and match in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

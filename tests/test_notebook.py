@@ -239,3 +239,46 @@ def test_fit_a_slice_prints_what_tpubench_fit_prints_and_the_launch_commands(tmp
            "--accelerator-type=v5p-16" in outputs
     assert "--config.data.global_batch_size=64" in outputs
     assert [p.name for p in plots(outputs)] == ["fit.png"]
+
+
+# --- the mobile suite: train, quantize, serve SingleStream -----------------------------------
+
+MOBILE_OVERRIDES = {"model.width": 0.25, "model.blocks": 3, "run.max_train_samples": 32 * 125}
+
+
+@pytest.mark.slow
+def test_mobile_notebook_quantizes_and_serves_what_it_trained(tmp_path):
+    """The mobile notebook on a smaller MobileNetEdgeTPU (width 0.25, 3 blocks, one epoch of
+    125 steps), int8 calibrated on 64 training samples: the float model's LoadGen top-1 equals
+    the training run's last eval; every printed accuracy and p50/p90 latency is the one in its
+    summary.json; the printed percentiles are LoadGen's detail log's; the int8 summary says 8-bit
+    activations from 64 samples; the plot is a PNG."""
+    from tpubench.infer import logs
+
+    pytest.importorskip("mlperf_loadgen")
+    outputs = execute("mobile", tmp_path, OVERRIDES=MOBILE_OVERRIDES, CALIBRATION_SAMPLES=64)
+    out = _plot_dir(outputs, "latency.png")
+    trained = re.search(r"'final_quality': ([0-9.]+)", outputs)
+    summaries = {(n, m): json.loads((out / f"{n}_{m}" / "summary.json").read_text())
+                 for n in ("float", "int8") for m in ("accuracy", "performance")}
+    assert summaries["float", "accuracy"]["accuracy"] == pytest.approx(float(trained[1]),
+                                                                       abs=1e-12)
+    for name in ("float", "int8"):
+        m = re.search(rf"^{name}\s+(\S+)\s+(\S+)\s+(\S+)$", outputs, re.M)
+        acc, perf = summaries[name, "accuracy"], summaries[name, "performance"]
+        assert m[1] == f"{acc['accuracy']:.4f}" and acc["scenario"] == "SingleStream"
+        assert (m[2], m[3]) == (f"{perf['p50_latency_ms']:.3f}", f"{perf['p90_latency_ms']:.3f}")
+        detail = logs.read_detail(out / f"{name}_performance")
+        line = next(x for x in outputs.splitlines()
+                    if x.startswith(f"{name} latency ms at percentiles"))
+        assert f"'90.00': {round(detail['result_90.00_percentile_latency_ns'] / 1e6, 4)}" in line
+    q = summaries["int8", "accuracy"]["quantization"]
+    assert q["activations"]["calibration_samples"] == 64 and q["activations"]["tensors_calibrated"]
+    keeps = summaries["int8", "accuracy"]["accuracy"] / summaries["float", "accuracy"]["accuracy"]
+    assert f"int8 keeps {keeps:.4f} of the float top-1" in outputs
+    assert [p.name for p in plots(outputs)] == ["latency.png"]
+
+
+def _plot_dir(outputs: str, name: str) -> pathlib.Path:
+    line = next(x for x in outputs.splitlines() if x.endswith(name))
+    return pathlib.Path(line.split("plot: ", 1)[1]).parent

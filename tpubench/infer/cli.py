@@ -4,7 +4,7 @@
         [--mode=performance|accuracy] [--params=CHECKPOINT_WORKDIR] [--profile=quick|v0.7] \\
         [--server-search[=TRIES]] [--expected-qps=QPS] [--batch-sizes=1,2,4,...] \\
         [--max-batch=N] [--max-wait-ms=MS] [--multistream-samples=8] [--quantize=none|int8] \\
-        [--config.KEY=VALUE ...]
+        [--calibration_samples=N] [--calibration=max|percentile:P] [--config.KEY=VALUE ...]
 
 Writes LoadGen's logs and `summary.json` into DIR and prints the summary's headline, which
 starts with what the result is: "MLPerf Inference v0.7 resnet50" only for the v0.7 profile on the
@@ -63,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--quantize", default="none",
                    help="none | int8 (post-training int8 weights per output channel; "
                    "tpubench/infer/quantize.py)")
+    p.add_argument("--calibration_samples", "--calibration-samples", type=int, default=0,
+                   dest="calibration_samples",
+                   help="with --quantize=int8: also round the inputs of quantized kernels to "
+                   "int8, per tensor, scales from this many training samples (0: float)")
+    p.add_argument("--calibration", default="max",
+                   help="max | percentile:P (the |activation| statistic a scale comes from)")
     return p
 
 
@@ -118,8 +124,17 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
         from tpubench.infer import quantize
 
         float_params = params
-        spec, params = quantize.quantized_spec(spec, float_params)
+        scales = _calibration_scales(args, spec, float_params, model_state)
+        spec, params = quantize.quantized_spec(spec, float_params, scales)
         quantization = quantize.stats(float_params, params)
+        if scales:
+            quantization["scheme"] = ("int8 weights, symmetric per output channel; int8 "
+                                      "activations into quantized kernels, symmetric per tensor")
+            quantization["activations"] = {
+                "calibration_samples": int(args.calibration_samples),
+                "calibration": args.calibration, "tensors_calibrated": len(scales),
+                "max_scale_statistic": max(scales.values()),
+                "min_scale_statistic": min(scales.values())}
     if args.batch_sizes:
         batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
     else:
@@ -137,6 +152,23 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     return engine.run(settings, args.workdir, args.max_batch or None, args.max_wait_ms)
 
 
+def _calibration_scales(args: argparse.Namespace, spec: Any, params: Any,
+                        model_state: Any) -> dict[str, float] | None:
+    """The activation statistics of `--calibration_samples` training samples (None: 0)."""
+    from tpubench.infer import quantize
+
+    count = int(getattr(args, "calibration_samples", 0))
+    if not count:
+        return None
+    if spec.calibration_inputs is None:
+        raise UsageError(f"{spec.mlperf_name} has no calibration set (its InferenceSpec sets no "
+                         "calibration_inputs); drop --calibration_samples.")
+    percentile = quantize.check_calibration(args.calibration, count)
+    inputs = spec.calibration_inputs(count)
+    return quantize.calibrate(spec.apply, params, model_state, inputs, min(count, 64),
+                              percentile)
+
+
 def check_args(args: argparse.Namespace) -> None:
     """Every check that needs no model: `UsageError` (one paragraph) on bad input. Parses
     `args.scenario` and `args.mode` into their enums."""
@@ -145,6 +177,12 @@ def check_args(args: argparse.Namespace) -> None:
     from tpubench.infer.quantize import check_scheme
 
     check_scheme(getattr(args, "quantize", "none"))
+    samples = int(getattr(args, "calibration_samples", 0))
+    if samples and getattr(args, "quantize", "none") != "int8":
+        raise UsageError("--calibration_samples applies to --quantize=int8 only.")
+    from tpubench.infer.quantize import check_calibration
+
+    check_calibration(getattr(args, "calibration", "max"), samples)
     modes = [m.value for m in Mode]
     if args.mode not in modes:
         raise UsageError(f"Unknown --mode={args.mode!r}. Modes: {', '.join(modes)}.")

@@ -92,6 +92,10 @@ class InferenceSpec:
       benchmark_model_and_data: True only when the config serves the MLPerf benchmark's own
         model on its own dataset (e.g. ResNet-50 v1.5 on ImageNet); anything else (a mini) is
         labelled "NOT AN MLPERF RESULT" whatever the profile (`tpubench.infer.labels`).
+      calibration_inputs: optional host-side `(n) -> inputs`: the first n TRAINING samples in
+        `apply`'s input format, the calibration set of `--quantize=int8
+        --calibration_samples=n` (`tpubench.infer.quantize`); None: the benchmark cannot be
+        calibrated (activations stay float).
       measure_reference: optional `(params, model_state) -> quality` on the same data without
         LoadGen (the training run's own eval); the accuracy check is then `quality_fraction`
         of this measured value, which is how a mini model on small data is judged.
@@ -108,6 +112,7 @@ class InferenceSpec:
     quality_metric: str = "accuracy"
     performance_sample_count: int = 1024
     measure_reference: Callable[[PyTree, PyTree], float] | None = None
+    calibration_inputs: Callable[[int], PyTree] | None = None
     benchmark_model_and_data: bool = False
     batch_sizes: tuple[int, ...] | None = None
     length_buckets: tuple[int, ...] = ()
@@ -173,6 +178,21 @@ def eval_batches(workload: Any) -> Any:
     c = workload.config
     count = math.ceil(int(c.eval.get("samples", 0)) / int(c.eval.batch_size)) or None
     return itertools.islice(workload.eval_batches(0, 1), count)
+
+
+def first_train_samples(workload: Any, count: int, keys: Any) -> Any:
+    """The first `count` samples of the workload's training stream (step 0 on, one process),
+    cut to `keys` (one key: that array; a tuple: a dict of those arrays): a calibration set."""
+    parts: list[Any] = []
+    have = 0
+    for batch in workload.train_batches(0, 0, 1):
+        parts.append(batch)
+        have += len(next(iter(batch.values())))
+        if have >= count:
+            break
+    if isinstance(keys, str):
+        return np.concatenate([np.asarray(b[keys]) for b in parts])[:count]
+    return {k: np.concatenate([np.asarray(b[k]) for b in parts])[:count] for k in keys}
 
 
 def training_eval_quality(workload: Any, params: PyTree, model_state: PyTree) -> float:

@@ -9,6 +9,8 @@ schedule and TF checkpoint import, and swaps in:
   * the eval: per feature its start and end logits (`per_example`), then on the host the
     reference's answer post-processing (`squad.predictions`) and the official v1.1 F1 x100
     (`squad_eval.evaluate`) over every question of the eval split: `eval_finalize` is the F1.
+`model.arch = "mobilebert"` (configs `mobilebert_squad_*`) swaps the encoder for MobileBERT
+(`mobilebert.py`, the model MLPerf Mobile serves); data, loss, eval and serving are unchanged.
 Data sources: "json" (the official SQuAD JSON files in `data.dir`: `data.train_file`,
 `data.eval_file`), "tfds" (`squad/v1.1`), "shakespeare_qa" (the mini `squad_mini`: questions
 on the Shakespeare plays, `shakespeare_qa.py`, with its own vocabulary in the cache), and
@@ -22,6 +24,7 @@ starts from a TF checkpoint: a pre-training one (encoder only; the head starts r
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Iterator
@@ -48,6 +51,7 @@ from workloads.bert import (
     squad_eval,
     tf_checkpoint,
 )
+from workloads.bert.mobilebert import MobileBertConfig, MobileBertForQuestionAnswering
 from workloads.bert.model import BertForQuestionAnswering
 from workloads.bert.workload import BertWorkload
 
@@ -111,13 +115,40 @@ DATA_SOURCES = {
 }
 
 
+ARCHS = {"bert": BertForQuestionAnswering, "mobilebert": MobileBertForQuestionAnswering}
+
+
 class BertSquadWorkload(BertWorkload):
     """BERT + span head fine-tuned on SQuAD v1.1; quality = official F1 (x100)."""
 
     data_sources = DATA_SOURCES
 
+    @functools.cached_property
+    def bert_config(self) -> Any:
+        """`BertConfig` or, with `model.arch = "mobilebert"`, a `MobileBertConfig`: the model
+        sizes of this config with the compute dtype."""
+        if self.arch == "bert":
+            return super().bert_config
+        m = self.config.model
+        fields = {f.name for f in dataclasses.fields(MobileBertConfig)} - {"dtype"}
+        return MobileBertConfig(**{k: v for k, v in m.items() if k in fields},
+                                dtype=jnp.dtype(m.dtype))
+
+    @property
+    def arch(self) -> str:
+        """The encoder: "bert" (default) or "mobilebert"."""
+        arch = str(self.config.model.get("arch", "bert"))
+        if arch not in ARCHS:
+            raise UsageError(f"--config.model.arch={arch!r}: the SQuAD encoders are "
+                             f"{', '.join(ARCHS)}.")
+        return arch
+
     def model(self) -> nn.Module:
-        return BertForQuestionAnswering(self.bert_config)
+        return ARCHS[self.arch](self.bert_config)
+
+    def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
+        """MobileBERT's intra-block (bottleneck) width and word embedding: replicated (128)."""
+        return (("bottleneck", None),)
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         seq = int(self.config.data.max_seq_length)
@@ -156,8 +187,10 @@ class BertSquadWorkload(BertWorkload):
         """The checkpoint's encoder (and head, with `init_checkpoint_has_squad_head`) replace
         the random values; read by a host callback, as `BertWorkload._restore`."""
         prefix, config = self._checkpoint_prefix(), self.bert_config
-        mapping = tf_checkpoint.squad_name_map(
-            config, bool(self.config.model.get("init_checkpoint_has_squad_head", False)))
+        with_head = bool(self.config.model.get("init_checkpoint_has_squad_head", False))
+        mapping = (tf_checkpoint.mobilebert_name_map(config, with_head)
+                   if self.arch == "mobilebert"
+                   else tf_checkpoint.squad_name_map(config, with_head))
         flat = traverse_util.flatten_dict(nn.unbox(boxed))
         paths = {path for path, _ in mapping.values()}
         shapes = {"/".join(p): jax.ShapeDtypeStruct(flat[p].shape, jnp.float32) for p in paths}

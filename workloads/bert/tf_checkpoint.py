@@ -29,6 +29,9 @@ SHAPE_FIELDS = (
     "intermediate_size", "max_position_embeddings", "type_vocab_size",
 )
 
+# ... and those MobileBERT adds (google-research mobilebert/modeling.py BertConfig).
+MOBILEBERT_SHAPE_FIELDS = ("embedding_size", "intra_bottleneck_size", "num_feedforward_networks")
+
 
 def name_map(config: BertConfig) -> dict[str, tuple[FlaxPath, Transform]]:
     """TF1 variable name -> (path in the Flax params, array transform TF -> Flax)."""
@@ -100,6 +103,71 @@ def squad_name_map(config: BertConfig, with_head: bool) -> dict[str, tuple[FlaxP
     return m
 
 
+def mobilebert_name_map(config, with_head: bool) -> dict[str, tuple[FlaxPath, Transform]]:
+    """TF1 names of google-research `mobilebert/modeling.py` (and `run_squad.py`'s `cls/squad`
+    head when `with_head`) -> Flax paths of `mobilebert.MobileBertForQuestionAnswering`.
+
+    modeling.py's scopes: `bert/embeddings/{word_embeddings, embedding_transformation,
+    position_embeddings, token_type_embeddings, FakeLayerNorm}`; per block
+    `bert/encoder/layer_<i>/` + `bottleneck/{input,attention}/{dense,FakeLayerNorm}`,
+    `attention/self/{query,key,value}`, `attention/output/{dense,FakeLayerNorm}`,
+    `ffn_layer_<j>/{intermediate/dense,output/dense,output/FakeLayerNorm}` for the first F-1
+    FFNs, `intermediate/dense`, `output/{dense,FakeLayerNorm}` for the last, and
+    `output/bottleneck/{dense,FakeLayerNorm}`. A no_norm's variables are `FakeLayerNorm/{gamma,
+    beta}`, a layer_norm's `LayerNorm/{gamma,beta}`. The attention kernels are [in, heads*kv]
+    (query, key, value) and [heads*kv, out] (output), split into heads here.
+    """
+    heads, kv = config.num_attention_heads, config.head_dim
+    norm = "FakeLayerNorm" if config.normalization_type == "no_norm" else "LayerNorm"
+
+    def same(x: np.ndarray) -> np.ndarray:
+        return x
+
+    def to_heads(x: np.ndarray) -> np.ndarray:  # [in, heads*kv] -> [in, heads, kv]
+        return x.reshape(x.shape[0], heads, kv)
+
+    def from_heads(x: np.ndarray) -> np.ndarray:  # [heads*kv, out] -> [heads, kv, out]
+        return x.reshape(heads, kv, x.shape[-1])
+
+    def dense(tf: str, flax: FlaxPath, kernel: Transform = same,
+              bias: Transform = same) -> dict[str, tuple[FlaxPath, Transform]]:
+        return {f"{tf}/kernel": (flax + ("kernel",), kernel),
+                f"{tf}/bias": (flax + ("bias",), bias)}
+
+    def norm_of(tf: str, flax: FlaxPath) -> dict[str, tuple[FlaxPath, Transform]]:
+        return {f"{tf}/{norm}/gamma": (flax + ("scale",), same),
+                f"{tf}/{norm}/beta": (flax + ("bias",), same)}
+
+    emb = ("embeddings",)
+    m: dict[str, tuple[FlaxPath, Transform]] = {
+        f"bert/embeddings/{name}": (emb + (name, "embedding"), same)
+        for name in ("word_embeddings", "position_embeddings", "token_type_embeddings")}
+    m.update(dense("bert/embeddings/embedding_transformation", emb + ("embedding_transformation",)))
+    m.update(norm_of("bert/embeddings", emb + ("norm",)))
+    last = config.num_feedforward_networks - 1
+    for i in range(config.num_hidden_layers):
+        tf, fl = f"bert/encoder/layer_{i}", (f"layer_{i}",)
+        for part in ("input", "attention"):
+            m.update(dense(f"{tf}/bottleneck/{part}/dense", fl + (f"bottleneck_{part}",)))
+            m.update(norm_of(f"{tf}/bottleneck/{part}", fl + (f"bottleneck_{part}_norm",)))
+        for proj in ("query", "key", "value"):
+            m.update(dense(f"{tf}/attention/self/{proj}", fl + ("attention", proj),
+                           to_heads, lambda x: x.reshape(heads, kv)))
+        m.update(dense(f"{tf}/attention/output/dense", fl + ("attention", "out"), from_heads))
+        m.update(norm_of(f"{tf}/attention/output", fl + ("attention_norm",)))
+        for j in range(config.num_feedforward_networks):
+            scope, name = (f"{tf}/ffn_layer_{j}", f"ffn_{j}") if j < last else (tf, "ffn")
+            m.update(dense(f"{scope}/intermediate/dense", fl + (f"{name}_intermediate",)))
+            m.update(dense(f"{scope}/output/dense", fl + (f"{name}_output",)))
+            m.update(norm_of(f"{scope}/output", fl + (f"{name}_norm",)))
+        m.update(dense(f"{tf}/output/bottleneck/dense", fl + ("output_bottleneck",)))
+        m.update(norm_of(f"{tf}/output/bottleneck", fl + ("output_norm",)))
+    if with_head:
+        m["cls/squad/output_weights"] = (("qa_outputs", "kernel"), np.transpose)
+        m["cls/squad/output_bias"] = (("qa_outputs", "bias"), same)
+    return m
+
+
 def read_bert_config(path: str | os.PathLike) -> dict:
     """The fields of a TF `bert_config.json`."""
     path = pathlib.Path(path)
@@ -112,8 +180,8 @@ def check_bert_config(bert_config: dict, config: BertConfig) -> None:
     """`UsageError` when the checkpoint's `bert_config.json` disagrees with the model config."""
     diffs = [
         f"{k}: checkpoint {bert_config.get(k)!r} vs config {getattr(config, k)!r}"
-        for k in SHAPE_FIELDS
-        if bert_config.get(k) != getattr(config, k)
+        for k in SHAPE_FIELDS + MOBILEBERT_SHAPE_FIELDS
+        if hasattr(config, k) and bert_config.get(k) != getattr(config, k)
     ]
     if diffs:
         raise UsageError(

@@ -12,7 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from tpubench.infer.spec import InferenceSpec, Samples, eval_batches, training_eval_quality
+from tpubench.infer.spec import (
+    InferenceSpec,
+    Samples,
+    eval_batches,
+    first_train_samples,
+    training_eval_quality,
+)
 
 
 def load_eval_samples(workload: Any) -> Samples:
@@ -67,6 +73,7 @@ def resnet_inference_spec(workload: Any) -> InferenceSpec:
         measure_reference=None if is_full else (
             lambda p, s: training_eval_quality(workload, p, s)
         ),
+        calibration_inputs=lambda n: first_train_samples(workload, n, "inputs"),
     )
 
 
