@@ -174,6 +174,22 @@ def test_mini_eval_scores_ground_truth_like_outputs_near_one():
     assert finalize(**{"eval.mask_paste": "reference"})["SEGM"] < 0.6
 
 
+def test_mask_loss_weight_scales_the_mask_term_only_and_full_keeps_the_plain_sum():
+    """The loss is rpn_objectness + rpn_box + classifier + box_reg + model.mask_loss_weight *
+    mask (the metrics stay unweighted), on the smoke's network and a synthetic batch at weight
+    3 (one compile); the full config keeps the reference's plain sum (weight 1). Bites: the
+    weight not read from the config (the mini's would do nothing), applied to another term or
+    to the logged mask metric, or the full config's weight changed."""
+    assert config_lib.load("maskrcnn", "full", {}).model.mask_loss_weight == 1.0
+    w = _workload("smoke", **{"model.mask_loss_weight": 3.0})
+    params, state = nn.meta.unbox(w.init(jax.random.PRNGKey(0)))
+    batch = w.synthetic_batch(jax.random.PRNGKey(1), 2)
+    loss, (_, m) = jax.jit(w.loss)(params, state, batch, jax.random.PRNGKey(2))
+    rest = m["rpn_objectness"] + m["rpn_box"] + m["classifier"] + m["box_reg"]
+    assert float(m["mask"]) > 0.1
+    assert float(loss) == pytest.approx(float(rest + 3.0 * m["mask"]), rel=1e-5)
+
+
 def test_shrunk_full_config_runs_one_step_and_logs_what_the_checker_wants(tmp_path):
     """One step and one eval of the full config with the smoke's network, through the harness:
     eval_accuracy is logged as {"BBOX": .., "SEGM": ..} with epoch_num, the summary keeps BBOX

@@ -59,6 +59,7 @@ class Settings:
     det_nms: float = 0.5
     max_per_class: int = 100
     max_detections: int = 100
+    mask_loss_weight: float = 1.0  # the reference's: the plain sum of the five losses
 
     @property
     def mask_slots(self) -> int:
@@ -197,7 +198,7 @@ def losses(model_apply, params_state, batch, rng, anchors, strides, s: Settings)
     mask_loss = jnp.sum(optax.sigmoid_binary_cross_entropy(chosen, mt).sum((1, 2)) * mpos) / (
         jnp.maximum(jnp.sum(mpos), 1.0) * px)
 
-    total = rpn_obj + rpn_box + cls_loss + box_loss + mask_loss
+    total = rpn_obj + rpn_box + cls_loss + box_loss + s.mask_loss_weight * mask_loss
     return total, {"rpn_objectness": rpn_obj, "rpn_box": rpn_box, "classifier": cls_loss,
                    "box_reg": box_loss, "mask": mask_loss,
                    "positive_rois": jnp.sum(positive) / b}

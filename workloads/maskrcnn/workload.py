@@ -62,7 +62,8 @@ class MaskRCNNWorkload(Workload):
             rpn_fraction=float(r.fraction), roi_batch=int(m.roi.batch),
             roi_fraction=float(m.roi.fraction), canonical_scale=float(m.roi.canonical_scale),
             score_threshold=float(e.score_threshold), det_nms=float(e.nms_iou),
-            max_per_class=int(e.max_per_class), max_detections=int(e.max_detections))
+            max_per_class=int(e.max_per_class), max_detections=int(e.max_detections),
+            mask_loss_weight=float(m.get("mask_loss_weight", 1.0)))
 
     @functools.cached_property
     def test_settings(self) -> rcnn.Settings:

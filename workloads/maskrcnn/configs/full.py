@@ -43,9 +43,21 @@ no report): no memory or roofline figures yet. Rerun 2026-12-02 (session c, with
 ALLOW_MULTIPLE_LIBTPU_LOAD=1: another fit held libtpu's lockfile): killed by its 36-minute
 timeout, still compiling, after at least 20 min of CPU (12:14 of CPU at 23 min, 20:10 at 29 min,
 by ps; load average falling from 15 to 4): again no report. SSD's full fit needed 1,066 s of CPU.
-The 2000-iteration greedy NMS loops per level (`fori_loop`) and the 1344 x 1344 bucket are the
-likely compile cost; not investigated (next: time the compile of the eval step and of one
-train step alone, K=1, each with the 2000s cut, to find which part is slow).
+Why (session 2026-12-02d, issue 13; no compile, tracing only: `JAX_PLATFORMS=cpu python
+benchmarks/hlo_size.py maskrcnn full`, and `... ssd full` beside it): the program is not large.
+One train step (K=1) lowers to 8,800 StableHLO lines (SSD full: 6,807), the eval step to 3,887
+(SSD: 1,299), in 17 s and 10 s of tracing. No Python loop is unrolled but the backbone's blocks
+(as in SSD) and the five FPN levels: the train step holds 10 while loops (the five levels'
+greedy RPN NMS, 2,000 iterations each (1,323 on P6), each carrying its [16, 2000, 2000] float32
+IoU matrix, and five threefry RNG loops), 5 sorts, 45 gathers, 11 scatters, 221 convolutions;
+the eval step 6 while loops. What is large is the arrays (elements per global batch of 16; a
+v4:2x2x1 data shard holds a quarter): RoIAlign's four-corner gathers, [16, 4, 512, 14, 14, 256]
+for the box pooler and [16, 4, 128, 28, 28, 256] for the mask pooler, 1.64e9 float32 elements
+(6.6 GB) each, and their scatter-add transposes in the backward pass; the RPN matcher's IoU of
+100 ground-truth rows against 451,143 anchors, [16, 100, 451143, 2] (1.44e9); the flattened FPN
+maps [16, 149940, 256]. So the next measurement is how the compile time grows with those sizes
+(the same step at data.image_size 256, 512, 1344 on libtpu compile-only devices, on an idle
+host), not the program's length; not done (the CPU was running the mini's training).
 """
 
 import ml_collections
@@ -87,6 +99,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.model.fpn_channels = 256
     c.model.mlp_dim = 1024
     c.model.mask_convs = (256, 256, 256, 256)
+    c.model.mask_loss_weight = 1.0  # the reference's plain sum of the losses (the mini: mini.py)
     c.model.anchor_sizes = (32, 64, 128, 256, 512)
     c.model.anchor_strides = (4, 8, 16, 32, 64)
     c.model.aspect_ratios = (0.5, 1.0, 2.0)
