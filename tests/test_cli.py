@@ -101,8 +101,8 @@ def test_list_shows_every_workload_and_config_with_its_target(capsys):
             assert line == f"{workload}  (MLPerf: {registry.workload_class(workload).mlperf_name})"
             listed[workload] = {}
     assert sorted(listed) == registry.names() == [
-        "bert", "dlrm", "gnmt", "maskrcnn", "minigo", "resnet", "rnnt", "ssd", "transformer",
-        "unet3d"]
+        "bert", "deeplab", "dlrm", "gnmt", "maskrcnn", "minigo", "resnet", "rnnt", "ssd",
+        "transformer", "unet3d"]
     for name in registry.names():
         assert sorted(listed[name]) == config_lib.config_names(name)
         for cfg_name, (dataset, target, kind) in listed[name].items():

@@ -21,6 +21,7 @@ _WORKLOADS = {
     "ssd": "workloads.ssd.workload:SSDWorkload",
     "maskrcnn": "workloads.maskrcnn.workload:MaskRCNNWorkload",
     "unet3d": "workloads.unet3d.workload:UNet3DWorkload",
+    "deeplab": "workloads.deeplab.workload:DeepLabWorkload",
 }
 
 

@@ -132,6 +132,7 @@ _SPECS = {
     "rnnt": "workloads.rnnt.inference:rnnt_inference_spec",
     "ssd": "workloads.ssd.inference:ssd_inference_spec",
     "unet3d": "workloads.unet3d.inference:unet3d_inference_spec",
+    "deeplab": "workloads.deeplab.inference:deeplab_inference_spec",
 }
 
 

@@ -48,9 +48,9 @@ def make_divisible(v: float, divisor: int = 8) -> int:
 BN_MOMENTUM = 0.999
 
 
-def _norm(train: bool, dtype: Any, bn_span: int, momentum: float):
+def _norm(train: bool, dtype: Any, bn_span: int, momentum: float, epsilon: float = 1e-3):
     return partial(layers.BatchNorm, use_running_average=not train, span=bn_span,
-                   momentum=momentum, epsilon=1e-3, dtype=dtype)
+                   momentum=momentum, epsilon=epsilon, dtype=dtype)
 
 
 def _conv_init():
@@ -71,23 +71,24 @@ class DepthwiseShifts(nn.Module):
     kernel: int = 3
     strides: int = 1
     dtype: Any = jnp.float32
+    dilation: int = 1  # atrous rate (DeepLab's output-stride-16 backbone)
 
     @nn.compact
     def __call__(self, x):
-        c, k, s = x.shape[-1], self.kernel, self.strides
+        c, k, s, d = x.shape[-1], self.kernel, self.strides, self.dilation
         w = self.param("kernel", _conv_init(), (k, k, 1, c), jnp.float32).astype(self.dtype)
         x = x.astype(self.dtype)
         pads, outs = [], []
         for size in x.shape[1:3]:  # TF / XLA SAME: out = ceil(size / s), extra pad at the end
             out = -(-size // s)
-            total = max((out - 1) * s + k - size, 0)
+            total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
             pads.append((total // 2, total - total // 2))
             outs.append(out)
         xp = jnp.pad(x, ((0, 0), *pads, (0, 0)))
         y, (h, v) = 0, ((outs[0] - 1) * s + 1, (outs[1] - 1) * s + 1)
         for i in range(k):
             for j in range(k):
-                y = y + xp[:, i:i + h:s, j:j + v:s] * w[i, j, 0]
+                y = y + xp[:, i * d:i * d + h:s, j * d:j * d + v:s] * w[i, j, 0]
         return y
 
 
@@ -106,17 +107,21 @@ class ConvBN(nn.Module):
     bn_momentum: float = BN_MOMENTUM
     depthwise_impl: str = "conv"
     relu_cap: float = 6.0
+    dilation: int = 1
+    epsilon: float = 1e-3  # DeepLab's head: 1e-5 (its own batch-norm params)
 
     @nn.compact
     def __call__(self, x, train: bool):
         groups = x.shape[-1] if self.depthwise else 1
         if self.depthwise and self.depthwise_impl == "shifts":
-            x = DepthwiseShifts(self.kernel, self.strides, dtype=self.dtype, name="conv")(x)
+            x = DepthwiseShifts(self.kernel, self.strides, dtype=self.dtype,
+                                dilation=self.dilation, name="conv")(x)
         else:
             x = nn.Conv(self.filters, (self.kernel,) * 2, (self.strides,) * 2, padding="SAME",
                         feature_group_count=groups, use_bias=False, dtype=self.dtype,
+                        kernel_dilation=(self.dilation,) * 2,
                         kernel_init=_conv_init(), name="conv")(x)
-        x = _norm(train, self.dtype, self.bn_span, self.bn_momentum)(name="bn")(x)
+        x = _norm(train, self.dtype, self.bn_span, self.bn_momentum, self.epsilon)(name="bn")(x)
         if not self.relu:
             return x
         return jnp.minimum(nn.relu(x), self.relu_cap) if self.relu_cap else nn.relu(x)
@@ -148,8 +153,9 @@ class MobileNetV1(nn.Module):
 
 class InvertedResidual(nn.Module):
     """1x1 expansion (to make_divisible(t * in), when that exceeds in) -> k x k depthwise
-    (stride) -> 1x1 linear projection, + input when the shapes allow and `residual`. Returns
-    (output, expansion output).
+    (stride, atrous rate `dilation`) -> 1x1 linear projection, + input when the shapes allow and
+    `residual`. Returns (output, expansion output), or (output, depthwise output) with
+    `tap="depthwise"` (DeepLab's decoder reads TF's `layer_4/depthwise_output`).
 
     `fused` (MobileNetEdgeTPU's fused inverted bottleneck, TF-slim `mobilenet_v3.mbv3_fused`):
     the expansion is a regular k x k conv carrying the stride, and there is no depthwise conv
@@ -167,6 +173,8 @@ class InvertedResidual(nn.Module):
     fused: bool = False
     residual: bool = True
     relu_cap: float = 6.0
+    dilation: int = 1
+    tap: str = "expansion"
 
     @nn.compact
     def __call__(self, x, train: bool):
@@ -181,11 +189,12 @@ class InvertedResidual(nn.Module):
         expanded = y
         if not self.fused:
             y = cb(y.shape[-1], self.kernel, self.strides, depthwise=True,
-                   name="depthwise")(y, train)
+                   dilation=self.dilation, name="depthwise")(y, train)
+        tapped = y if self.tap == "depthwise" else expanded
         y = cb(self.filters, 1, relu=False, name="project")(y, train)
         if self.residual and self.strides == 1 and x.shape[-1] == self.filters:
             y = x + y
-        return y, expanded
+        return y, tapped
 
 
 class MobileNetV2(nn.Module):
