@@ -39,6 +39,19 @@ def test_each_question_is_the_german_of_its_answer_caption_once_in_the_context(
     assert sorted(slots) == [0, 1, 2, 3] and min(slots.values()) > 200
 
 
+
+def test_missing_multi30k_is_a_usage_error_before_compute(tmp_path):
+    """squad_mini_multi30k with data.dir = an empty directory: `train_and_evaluate` stops with
+    a UsageError naming the download command, nothing written to the run's workdir. Bites
+    (tried): the source's check not wired (`_check_multi30k_qa` -> the Shakespeare one: a
+    FileNotFoundError from gzip instead)."""
+    from tpubench.errors import UsageError
+
+    cfg = config_lib.load("bert", "squad_mini_multi30k", {"data.dir": str(tmp_path)})
+    with pytest.raises(UsageError, match="download_multi30k"):
+        train.train_and_evaluate(cfg, tmp_path / "run")
+    assert not (tmp_path / "run" / "mlperf_log.txt").exists()
+
 @pytest.mark.slow
 def test_baselines_are_the_config_docstrings(shared_data_dir):
     """The figures in `squad_mini_multi30k`'s docstring, from
