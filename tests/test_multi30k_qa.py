@@ -97,3 +97,29 @@ def test_accuracy_mode_reproduces_the_training_eval(shared_data_dir, tmp_path):
     summary = json.loads((tmp_path / "infer" / "summary.json").read_text())
     assert rc == 0 and summary["accuracy"] == trained["final_quality"]
     assert summary["benchmark"] == "bert-99 (NOT AN MLPERF RESULT)"
+
+
+# Seed 0 only (seed 1 not measured yet): a BERT mini pre-training run (1,500 steps) and the
+# fine-tuning to the measured step take about an hour on the loaded 2-core machine.
+MINI_TARGET_STEP = {0: 3500}
+
+
+@pytest.mark.slow
+@pytest.mark.extended
+@pytest.mark.parametrize("seed", [0])
+def test_mini_reaches_its_target_at_the_measured_step(shared_data_dir, tmp_path, seed):
+    """Step budget, not wall clock: fine-tuned from a BERT mini pre-training run (seed 0, as
+    the docstring's PRE), squad_mini_multi30k reaches its target (above every rule baseline)
+    at the measured eval, give or take one eval (500 steps). Bites (measured as harness runs,
+    not through pytest): the schedule cut short (lr 5e-4 over 1,500 steps ends at F1 51.94;
+    lr 1e-3 over 3,000 steps at 82.67, both below the target)."""
+    pre = runs.train_bert_mini(tmp_path / "pre", seed=0)
+    assert pre["status"] == "success"
+    want = MINI_TARGET_STEP[seed]
+    cfg = config_lib.load("bert", "squad_mini_multi30k", {
+        "run.seed": seed, "model.init_params": str(tmp_path / "pre"),
+        "data.dir": str(shared_data_dir), "run.max_train_samples": (want + 500) * 32})
+    s = train.train_and_evaluate(cfg, tmp_path / "run")
+    assert s["status"] == "success", s["quality_history"]
+    assert abs(s["steps"] - want) <= 500, (s["steps"], s["quality_history"])
+    assert s["final_quality"] >= cfg.eval.target_value

@@ -24,11 +24,22 @@ English one, which is what the model must do from the same pairs. With 8 caption
 (--captions=8) the rules fall to 18.24-74.48 (3-grams the strongest), the lexicon to 97.31.
 Measured 2026-12-02d (PRE = /tmp/qa_pre0, a `bert --config=mini` run, seed 0, stopped at its
 target at step 1,500, MLM accuracy 0.1927), official F1 of the 1,000 eval questions, seed 0:
-  lr 5e-4, 1,500 steps (steps 250, 500, ..., 1,500):  43.44 48.11 49.42 50.02 51.13 51.94
-  lr 1e-3, 3,000 steps (steps 500, 1,000, ..., 3,000): 46.68 49.23 65.34 74.19 80.63 82.67
-  this config, lr 1e-3, 4,000 steps (steps 500, ..., 4,000): RUN4K
+  lr 5e-4, 1,500 steps, eval every 250:   43.44 48.11 49.42 50.02 51.13 51.94
+  lr 1e-3, 3,000 steps, eval every 500:   46.68 49.23 65.34 74.19 80.63 82.67
+  this config (lr 1e-3, 4,000 steps):     46.61 49.92 63.03 72.25 80.48 83.40 85.94 85.73
+(the first two: this config with --config.optimizer.learning_rate, schedule.train_steps,
+schedule.warmup_steps = 10%, run.max_train_samples and eval.every_samples overridden).
 The F1 sits near 50 for ~1,000 steps, then climbs (the lexicon being learned) while the rate
-decays. TARGET
+decays; at 4,000 steps it levels off near 85.8, above the strongest rule (3-gram overlap
+83.47) but below the learned lexicon (97.96). Target 85.0 (chosen from this curve: above 83.47
+by 1.5 F1, about 1.3 binomial standard errors at F1 ~84 on 1,000 questions; below the
+plateau), reached at step 3,500 by seed 0. PROVISIONAL: seed 1 not measured yet (session
+2026-12-02d ran out of time), nor random init for comparison.
+Served: `tpubench infer --mode=accuracy` reproduces the training eval's F1 exactly
+(tests/test_multi30k_qa.py, on a cut-down run).
+Cost: the 4,000-step run took 1,457 s from run start to the last eval (train 1,371 s, evals
+86 s; load average 5-14 on the shared 2-core machine, not a quiet-machine figure), after ~3
+minutes from process start (the conversion of the 29,000 questions, init 35 s, compile).
 """
 
 from workloads.bert.configs import squad_mini
@@ -58,6 +69,6 @@ def get_config():
     c.optimizer.learning_rate = 1e-3
     c.schedule.warmup_steps = STEPS // 10
     c.schedule.train_steps = STEPS
-    c.eval.target_value = 90.0
-    c.eval.target_provisional = True
+    c.eval.target_value = 85.0  # above every rule baseline (83.47); reached at step 3,500
+    c.eval.target_provisional = True  # seed 0 only; seed 1 not measured yet
     return c
