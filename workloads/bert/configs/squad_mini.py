@@ -32,7 +32,13 @@ speech a cut-out line came from, nor the longest-speech prior (the 1,000 eval co
 40% of the training windows do not hold the answer and are labelled [CLS]: 39.4% of the 44,619
 windows made with data.train_questions=40,000). Target 70.0 is PROVISIONAL (above the strongest
 baseline 68.17; never reached); a mini needs a better-posed task or a model that sees the whole
-context (not tried: seq 256, dropout, other lr).
+context. Seq 256 (2026-12-02d: --config.data.max_seq_length=256
+--config.model.max_position_embeddings=256 --config.data.doc_stride=128, from PRE, seed 0,
+stopped at step 500 by --config.run.max_train_samples=16000; 12.3% of the training windows
+lack the answer, against 40.6% at seq 128, counted on 2,000 training questions): F1 36.48 at
+step 250, 39.31 at 500, no better than seq 128: seeing the whole context is not what is
+missing. The well-posed SQuAD mini is `squad_mini_multi30k` (cross-lingual questions on
+Multi30k; its docstring).
 Served: `tpubench infer` as above on the seed-0 run's checkpoint (from PRE, step 1,500): F1
 40.652619047619076 from LoadGen's accuracy log, equal to the run's last eval (1,811 samples,
 LoadGen VALID; tests/test_squad_mini.py checks the equality on a cut-down run).
