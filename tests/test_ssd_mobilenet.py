@@ -11,7 +11,7 @@ import pytest
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import registry, steps
+from tpubench import registry, steps, train
 from workloads.ssd import mobilenet
 from workloads.ssd import model as ssd_model
 
@@ -137,14 +137,40 @@ def test_bn_momentum_reaches_every_batch_norm():
 @pytest.mark.parametrize("name", ["mobilenet_v2_mini", "mobilenet_v1_mini"])
 def test_mobile_minis_train_at_the_measured_learning_rate_and_schedule(name):
     """The mobile minis' schedule, chosen by measurement (configs/mobilenet_v2_mini.py): lr
-    0.02 after 100 warmup steps, x0.1 at steps 625 and 750, a 875-step budget; the ResNet mini
-    keeps its 0.05 and decays at 1,000 and 1,250. Bites: the mobile minis back on the ResNet
-    mini's lr 0.05 (measured on v2 seed 0: loss spikes to 68 and mAP 0.0007 at step 250,
-    where 0.02 gives 0.1467) or its later decays; v1 not inheriting v2's schedule."""
+    0.02 after 100 warmup steps, x0.1 at steps 1,000 and 1,250, a 1,500-step budget (the
+    ResNet mini's schedule; the earlier decays at 625 and 750 left v2 seed 0 at 0.4547, below
+    the 0.4763 baseline); the ResNet mini keeps its 0.05. Bites: the mobile minis back on the
+    ResNet mini's lr 0.05 (measured on v2 seed 0: loss spikes to 68 and mAP 0.0007 at step
+    250, where 0.02 gives 0.1467) or on the earlier decays; v1 not inheriting v2's schedule."""
     c = config_lib.load("ssd", name, {"data.source": "synthetic"})
     w = registry.create(c)
-    assert [float(w.learning_rate(s)) for s in (50, 100, 624, 625, 750)] == pytest.approx(
+    assert [float(w.learning_rate(s)) for s in (50, 100, 999, 1000, 1250)] == pytest.approx(
         [0.01, 0.02, 0.02, 0.002, 0.0002])
-    assert c.run.max_train_samples // c.data.global_batch_size == 875
+    assert c.run.max_train_samples // c.data.global_batch_size == 1500
     r = config_lib.load("ssd", "mini", {"data.source": "synthetic"})
     assert (r.optimizer.learning_rate, tuple(r.schedule.decay_steps)) == (0.05, (1000, 1250))
+
+
+V2_MINI_TARGET_STEP = 1125  # measured, seed 0 (configs/mobilenet_v2_mini.py)
+
+
+@pytest.mark.slow
+@pytest.mark.extended  # ~1.5 h on the loaded 2-core machine (~4 s a step at load 10-13)
+def test_v2_mini_reaches_its_target_at_the_measured_step(tmp_path):
+    """Seed 0 of the v2 mini reaches mAP 0.52 on the held-out canvases at step 1,125, the first
+    eval after the lr decay at step 1,000 (budget: one eval of slack), above the strongest
+    trivial detector (0.4763, benchmarks/ssd_baselines.py). Counter-case measured: before the
+    decay the curve peaks at 0.3889 (step 1,000), and the earlier decays (steps 625 and 750)
+    stopped at 0.4547.
+    Bites (the break measured, by the session-c run of the same code): the decays back at
+    epochs 5 and 6 (best 0.4547 over 875 steps, under 0.52: status aborted). Not run in full
+    as a test (its run is the config's measured curve, `tpubench run`)."""
+    from workloads.ssd.configs import mobilenet_v2_mini
+
+    budget = (V2_MINI_TARGET_STEP + 125) * 32
+    cfg = config_lib.load("ssd", "mobilenet_v2_mini", {"run.max_train_samples": budget})
+    s = train.train_and_evaluate(cfg, tmp_path / "run")
+    assert s["status"] == "success", s["quality_history"]
+    assert s["final_quality"] >= s["target"] == mobilenet_v2_mini.TARGET == 0.52
+    assert abs(s["steps"] - V2_MINI_TARGET_STEP) <= 125, s["steps"]
+    assert all(h["quality"] < 0.52 for h in s["quality_history"][:-1])

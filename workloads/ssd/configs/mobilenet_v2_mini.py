@@ -1,15 +1,18 @@
 """SSD-MobileNet v2 (width 0.35, first conv at stride 1) on the canvas digits of
-configs/mini.py, same anchors (8x8, 4x4, 2x2, 1x1 maps, 340 boxes) and warmup; a lower
-learning rate and earlier decays (below). NOT an MLPerf result.
+configs/mini.py, same anchors (8x8, 4x4, 2x2, 1x1 maps, 340 boxes), warmup, decays and budget;
+a lower learning rate and batch-norm momentum 0.9 (below). NOT an MLPerf result.
 
     tpubench run ssd --config=mobilenet_v2_mini --workdir=DIR
     tpubench infer ssd --config=mobilenet_v2_mini --scenario=Offline --mode=accuracy \\
         --params=DIR --workdir=OUT
 
-Target: NOT REACHED; the ResNet mini's 0.52 stays provisional. The strongest trivial detector
-on the same 500 eval canvases scores 0.4763 (benchmarks/ssd_baselines.py); this config's best
-measured mAP is 0.4547 (seed 0, step 875), below it. Measured (JAX CPU, the 2-core machine
-shared with other jobs at load ~6-18; steps, not times, are the measurement):
+Target: mAP 0.52 (the ResNet mini's), reached by seed 0 at step 1,125, the first eval after
+the lr decay at step 1,000. The strongest trivial detector on the same 500 eval canvases scores
+0.4763 (benchmarks/ssd_baselines.py): the target sits 4.4 points above it and below every
+post-decay eval of the measured run (.5354 .5463 .5502 .5519 at steps 1,125-1,500; the ResNet
+mini plateaus at .555-.558). Only seed 0 has been run (seed 1: not measured).
+Measured (JAX CPU, the 2-core machine shared with other jobs at load ~6-18; steps, not times,
+are the measurement):
 - with the depthwise convs as grouped convs (`model.depthwise_impl=conv`): stopped before its
   first eval (step 125). One depthwise layer's forward + backward (batch 32, 64x64x48) ran
   about 5x longer as a grouped conv than as shifts, timed in one process on the loaded
@@ -30,25 +33,31 @@ shared with other jobs at load ~6-18; steps, not times, are the measurement):
   train loss after step 125 is 6.55), mAP 0.0412 at step 125 and 0.1467 at step 250
   (reproduced to the digit by a second run with the old decays: the two configs agree up to
   step 625). Hence 0.02.
-- Schedule: the ResNet mini's decays at epochs 8 and 10 (1,500 steps) did not fit the
-  session, so the decays were moved to epochs 5 and 6 and the budget to 7 epochs (875 steps):
-  `tpubench run ssd --config=mobilenet_v2_mini --config.eval.target_value=0.99`, seed 0, mAP
-  at the evals every 125 steps:
-      .0412 .1467 .0288 .2764 .3666 .4485 .4547
-  (3,086 s on the clock at load ~6-18). Mean train loss per epoch 9.55 5.34 4.44 3.84 3.46
-  3.01 2.81 (class 6.89 ... 2.30, box 2.66 ... 0.51): still falling when the lr drops. The
-  dip at step 375 was not investigated (the train loss fell smoothly through it); the ResNet
-  mini's curve dips too at its lr (.318 -> .239, .369 -> .220).
-  Seed 1 and the v1 mini were not run. Untested next step: the ResNet mini's longer schedule
-  at lr 0.02 (decays at steps 1,000 and 1,250, 1,500-step budget; its steps 1-625 are the
-  curve above), then a target between 0.4763 and its plateau, seed 1, and a step-bounded
-  test (tests/test_ssd.py's for the ResNet mini is the pattern).
+- Schedule, first try: decays at epochs 5 and 6 and a 7-epoch budget (875 steps), seed 0,
+  mAP at the evals every 125 steps: .0412 .1467 .0288 .2764 .3666 .4485 .4547
+  (3,086 s on the clock at load ~6-18; session 2026-12-02c). Mean train loss per epoch 9.55
+  5.34 4.44 3.84 3.46 3.01 2.81: still falling when the lr dropped.
+- Schedule, this config (session 2026-12-02d): the ResNet mini's decays at epochs 8 and 10
+  (steps 1,000 and 1,250) and 1,500-step budget, at lr 0.02. Seed 0,
+  `tpubench run ssd --config=mobilenet_v2_mini --config.eval.target_value=0.99`, mAP at the
+  evals every 125 steps (steps 125 ... 1,500):
+      .0412 .1467 .0288 .2764 .3666 .0530 .3158 .3889 | .5354 .5463 .5502 .5519
+  (| = the first decay). Steps 1-250 are the step-250 checkpoint of the session-c run with
+  these lr and decays (`/tmp/mob_v2_lr02`), resumed under this config: its train loss at
+  steps 251-375 and its step-375 mAP equal the uninterrupted 875-step run's bit for bit (the
+  two schedules agree until step 625), so the curve is one run's. Steps 376-1,125 (750
+  steps, 6 evals) took 2,975 s at load ~10-13 (steps, not times, are the measurement). The
+  dips at steps 375 and 750 (.0288, .0530) come with a smoothly falling train loss (mean per
+  25 steps 4.21 -> 4.19 and 3.26 -> 3.15 around them): not investigated (the ResNet mini's
+  curve dips too at its lr: .318 -> .239, .369 -> .220).
 1,340,336 parameters.
 """
 
 import ml_collections
 
-from workloads.ssd.configs import full, mini
+from workloads.ssd.configs import mini
+
+TARGET = 0.52  # measured: seed 0 reaches it at step 1,125 (above); baseline 0.4763
 
 
 def get_config() -> ml_collections.ConfigDict:
@@ -64,10 +73,8 @@ def get_config() -> ml_collections.ConfigDict:
     # init at the first eval (step 125), so eval mode sees another network (measured above).
     c.model.bn_momentum = 0.9
     # lr 0.02, not the ResNet mini's 0.05 (measured above: at 0.05 the loss spikes and mAP stays
-    # ~0; at 0.02 no spike), decays at epochs 5, 6 and a 7-epoch budget: the measured curve
-    # (0.4547 at the end, short of the 0.4763 baseline: a longer schedule is the next step).
+    # ~0; at 0.02 no spike); the ResNet mini's decays at epochs 8 and 10 and 12-epoch budget
+    # (mini.py's; decays at epochs 5 and 6 stopped at 0.4547, below the 0.4763 baseline).
     c.optimizer.learning_rate = 0.02
-    full.set_schedule(c, warmup_epochs=0.8, decay_epochs=(5, 6))
-    c.run.max_train_samples = 7 * c.data.train_samples
-    c.eval.target_provisional = True  # the SSD mini's 0.52; this model's best: 0.4547
+    c.eval.target_value = TARGET
     return c
