@@ -14,8 +14,7 @@ from tpubench import config as config_lib
 from tpubench import registry
 from tpubench.errors import UsageError
 from tpubench.infer import cli, logs
-from tpubench.infer.spec import inference_spec
-from workloads.deeplab import inference as deeplab_infer
+from tpubench.infer.spec import inference_spec, labelled_eval_samples
 from workloads.deeplab import miou
 
 
@@ -73,7 +72,7 @@ def test_accuracy_mode_is_the_training_eval_exactly(trained_smoke, tmp_path):
     assert summary["accuracy"] == trained["final_quality"]  # exactly
     assert summary["sut"]["compiles_during_test"] == 0
     workload = _workload("smoke")
-    samples = deeplab_infer.load_eval_samples(workload)
+    samples = labelled_eval_samples(workload)
     assert summary["accuracy_samples"] == samples.count == 8
     rows = logs.read_accuracy_log(tmp_path, np.dtype(np.uint8), (32, 32))
     responses = np.stack([rows[i] for i in range(samples.count)])

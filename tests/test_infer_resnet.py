@@ -93,9 +93,9 @@ def test_accuracy_mode_every_response_equals_the_direct_prediction(tmp_path):
     params, state = (nn.unbox(v) for v in restore_variables(tmp_path / "train", workload))
     model = workload.model()
     logits = jax.jit(lambda x: model.apply({"params": params, **state}, x, train=False))
-    from workloads.resnet.inference import load_eval_samples
+    from tpubench.infer.spec import labelled_eval_samples
 
-    samples = load_eval_samples(workload)
+    samples = labelled_eval_samples(workload)
     x = samples.inputs
     at32 = np.concatenate([np.asarray(logits(np.concatenate([x[i:i + 32], x[: 32 - len(
         x[i:i + 32])]])))[: len(x[i:i + 32])] for i in range(0, 1000, 32)])

@@ -14,7 +14,7 @@ from tpubench import config as config_lib
 from tpubench import registry
 from tpubench.errors import UsageError
 from tpubench.infer import cli, logs
-from tpubench.infer.spec import inference_spec
+from tpubench.infer.spec import inference_spec, labelled_eval_samples
 from workloads.unet3d import dice
 from workloads.unet3d import inference as unet_infer
 
@@ -102,7 +102,7 @@ def test_accuracy_mode_is_the_training_eval_exactly_with_nothing_compiled(traine
     assert summary["accuracy_target"] == pytest.approx(0.999 * trained["final_quality"])
     assert summary["sut"]["compiles_during_test"] == 0
     workload = _workload("smoke")
-    samples = unet_infer.load_eval_samples(workload)
+    samples = labelled_eval_samples(workload)
     assert summary["accuracy_samples"] == samples.count == 8
     rows = logs.read_accuracy_log(tmp_path, np.dtype(np.int8), (16, 16, 16))
     responses = np.stack([rows[i] for i in range(samples.count)])

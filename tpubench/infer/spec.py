@@ -181,6 +181,17 @@ def eval_batches(workload: Any) -> Any:
     return itertools.islice(workload.eval_batches(0, 1), count)
 
 
+def labelled_eval_samples(workload: Any) -> Samples:
+    """Every real (mask 1) eval example of the workload: its "inputs" and int32 "label"
+    arrays, the samples of a classifier or a segmenter (resnet, unet3d, deeplab)."""
+    xs, ys = [], []
+    for batch in eval_batches(workload):
+        keep = np.asarray(batch["mask"]) > 0
+        xs.append(np.asarray(batch["inputs"])[keep])
+        ys.append(np.asarray(batch["label"])[keep])
+    return Samples(np.concatenate(xs), np.concatenate(ys).astype(np.int32))
+
+
 def first_train_samples(workload: Any, count: int, keys: Any) -> Any:
     """The first `count` samples of the workload's training stream (step 0 on, one process),
     cut to `keys` (one key: that array; a tuple: a dict of those arrays): a calibration set."""

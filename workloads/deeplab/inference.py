@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from tpubench.errors import UsageError
-from tpubench.infer.spec import InferenceSpec, Samples, eval_batches, training_eval_quality
+from tpubench.infer.spec import InferenceSpec, labelled_eval_samples, training_eval_quality
 from workloads.deeplab import miou
 from workloads.deeplab.configs.full import REFERENCE_MIOU
 
@@ -33,15 +33,6 @@ SCENARIOS = ("SingleStream",)
 QUALITY_FRACTION = 0.97
 PERFORMANCE_SAMPLE_COUNT = 2000  # ADE20K val; the mobile reference's run logged 635 loaded
 
-
-def load_eval_samples(workload: Any) -> Samples:
-    """Every real (mask 1) eval image of the workload and its class map."""
-    xs, ys = [], []
-    for batch in eval_batches(workload):
-        keep = np.asarray(batch["mask"]) > 0
-        xs.append(np.asarray(batch["inputs"])[keep])
-        ys.append(np.asarray(batch["label"])[keep])
-    return Samples(np.concatenate(xs), np.concatenate(ys).astype(np.int32))
 
 
 def mean_iou_metric(num_classes: int, ignore_label: int):
@@ -72,7 +63,7 @@ def deeplab_inference_spec(workload: Any) -> InferenceSpec:
 
     return InferenceSpec(
         mlperf_name="deeplabv3",
-        load_samples=lambda: load_eval_samples(workload),
+        load_samples=lambda: labelled_eval_samples(workload),
         apply=apply,
         accuracy=mean_iou_metric(k, workload.ignore_label),
         server_latency_bound_ms=0.0,  # SingleStream only

@@ -14,21 +14,10 @@ import numpy as np
 
 from tpubench.infer.spec import (
     InferenceSpec,
-    Samples,
-    eval_batches,
     first_train_samples,
+    labelled_eval_samples,
     training_eval_quality,
 )
-
-
-def load_eval_samples(workload: Any) -> Samples:
-    """Every real (mask 1) eval example of the workload, as host arrays."""
-    images, labels = [], []
-    for batch in eval_batches(workload):
-        keep = np.asarray(batch["mask"]) > 0
-        images.append(np.asarray(batch["inputs"])[keep])
-        labels.append(np.asarray(batch["label"])[keep])
-    return Samples(np.concatenate(images), np.concatenate(labels).astype(np.int32))
 
 
 def top1_accuracy(outputs: np.ndarray, labels: np.ndarray) -> float:
@@ -62,7 +51,7 @@ def resnet_inference_spec(workload: Any) -> InferenceSpec:
                          quality_fraction=0.99)
     return InferenceSpec(
         **benchmark,
-        load_samples=lambda: load_eval_samples(workload),
+        load_samples=lambda: labelled_eval_samples(workload),
         apply=apply,
         accuracy=top1_accuracy,
         quality_metric="top1_accuracy",

@@ -36,9 +36,8 @@ import numpy as np
 from tpubench.errors import UsageError
 from tpubench.infer.spec import (
     InferenceSpec,
-    Samples,
     accuracy_variant,
-    eval_batches,
+    labelled_eval_samples,
     training_eval_quality,
 )
 from workloads.unet3d import dice
@@ -50,15 +49,6 @@ SCENARIOS = ("Offline",)
 MINI_BATCH_SIZES = (1, 8, 44)
 FULL_BATCH_SIZES = (1, 2)
 
-
-def load_eval_samples(workload: Any) -> Samples:
-    """Every real (mask 1) eval example of the workload: inputs and per-voxel labels."""
-    xs, ys = [], []
-    for batch in eval_batches(workload):
-        keep = np.asarray(batch["mask"]) > 0
-        xs.append(np.asarray(batch["inputs"])[keep])
-        ys.append(np.asarray(batch["label"])[keep])
-    return Samples(np.concatenate(xs), np.concatenate(ys).astype(np.int32))
 
 
 def mean_dice_metric(regions):
@@ -87,7 +77,7 @@ def unet3d_inference_spec(workload: Any) -> InferenceSpec:
     is_full = c.data.source == "brats" and tuple(c.data.eval_shape) == (224, 224, 160)
     return InferenceSpec(
         mlperf_name=name,
-        load_samples=lambda: load_eval_samples(workload),
+        load_samples=lambda: labelled_eval_samples(workload),
         apply=apply,
         accuracy=mean_dice_metric(workload.regions()),
         server_latency_bound_ms=0.0,  # no Server scenario in v0.7 3d-unet
