@@ -20,7 +20,7 @@ EXPECTED = {
     "bert": {"tfrecord", "shakespeare"},
 }
 # Configs of a workload's other task (`model.task`) have that task's own table.
-EXPECTED_BY_TASK = {("bert", "squad"): {"json", "tfds", "shakespeare_qa"}}
+EXPECTED_BY_TASK = {("bert", "squad"): {"json", "tfds", "shakespeare_qa", "multi30k_qa"}}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
