@@ -27,8 +27,7 @@ from typing import Any
 import numpy as np
 
 from tpubench.errors import UsageError
-from workloads.resnet.convert_mobilenet_edgetpu import _conv_bn
-from workloads.ssd.convert import _put, _shape
+from workloads.ssd import convert_slim as slim
 from workloads.ssd.convert_mobilenet import read_frozen_graph
 
 BACKBONE_SCOPE = "MobilenetV2"
@@ -37,11 +36,8 @@ LOGITS_SCOPE = "logits/semantic"
 
 def tf_scope(module: str) -> str:
     """A head module's or a backbone module's name -> its TF scope."""
-    if module == "stem":
-        return f"{BACKBONE_SCOPE}/Conv"
-    if module.startswith("block"):
-        i = int(module.removeprefix("block"))
-        return f"{BACKBONE_SCOPE}/expanded_conv" + ("" if i == 1 else f"_{i - 1}")
+    if module == "stem" or module.startswith("block"):
+        return slim.backbone_scope(BACKBONE_SCOPE, module)
     if module.startswith(("feature_projection", "decoder_conv")):
         return f"decoder/{module}"
     return module  # image_pooling, aspp0, concat_projection
@@ -53,30 +49,14 @@ def load(weights: dict[str, np.ndarray], params: Any, model_state: Any) -> tuple
     stats = model_state["batch_stats"]
     new_p, new_s, problems = {"backbone": {}}, {"backbone": {}}, []
     for module, p in params["backbone"].items():
-        s, scope = stats["backbone"][module], tf_scope(module)
-        if module == "stem":
-            new_p["backbone"][module], new_s["backbone"][module] = _conv_bn(
-                weights, scope, p, s, False, problems)
-            continue
-        new_p["backbone"][module], new_s["backbone"][module] = {}, {}
-        for part, sub in p.items():
-            new_p["backbone"][module][part], new_s["backbone"][module][part] = _conv_bn(
-                weights, f"{scope}/{part}", sub, s[part], part == "depthwise", problems)
+        new_p["backbone"][module], new_s["backbone"][module] = slim.backbone_module(
+            weights, BACKBONE_SCOPE, module, p, stats["backbone"][module], problems)
     for module, p in params.items():
         if module in ("backbone", "logits"):
             continue
-        new_p[module], new_s[module] = _conv_bn(weights, tf_scope(module), p, stats[module],
-                                                module.endswith("_depthwise"), problems)
-    w, b = weights.get(f"{LOGITS_SCOPE}/weights"), weights.get(f"{LOGITS_SCOPE}/biases")
-    p = params["logits"]
-    if w is None or b is None:
-        problems.append(f"missing {LOGITS_SCOPE}/weights or /biases")
-    elif tuple(w.shape) != _shape(p["kernel"]) or tuple(b.shape) != _shape(p["bias"]):
-        problems.append(f"{LOGITS_SCOPE} is {tuple(w.shape)}, the model wants "
-                        f"{_shape(p['kernel'])}")
-    else:
-        new_p["logits"] = {"kernel": _put(p["kernel"], np.asarray(w, np.float32)),
-                           "bias": _put(p["bias"], np.asarray(b, np.float32))}
+        new_p[module], new_s[module] = slim.conv_bn(weights, tf_scope(module), p, stats[module],
+                                                    module.endswith("_depthwise"), problems)
+    new_p["logits"] = slim.logits(weights, LOGITS_SCOPE, params["logits"], problems)
     if problems:
         raise UsageError(f"The DeepLabv3+ weights do not fit this model ({len(problems)} "
                          f"problems; first: {'; '.join(problems[:3])}). Pass the MLPerf mobile "

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from tpubench.errors import UsageError
-from workloads.ssd.convert import _put, _shape
+from workloads.ssd import convert_slim as slim
 from workloads.ssd.convert_mobilenet import read_frozen_graph
 
 SCOPE = "MobilenetEdgeTPU"
@@ -34,36 +34,11 @@ SCOPE = "MobilenetEdgeTPU"
 
 def tf_scope(module: str) -> str:
     """Our top-level module name -> its TF-slim scope (`block3` -> `expanded_conv_2`)."""
-    if module == "stem":
-        return f"{SCOPE}/Conv"
     if module == "conv_last":
         return f"{SCOPE}/Conv_1"
     if module == "logits":
         return f"{SCOPE}/Logits/Conv2d_1c_1x1"
-    i = int(module.removeprefix("block"))
-    return f"{SCOPE}/expanded_conv" + ("" if i == 1 else f"_{i - 1}")
-
-
-def _conv_bn(weights: dict, scope: str, p: Any, s: Any, depthwise: bool, problems: list):
-    def take(name, like, transform=lambda a: a):
-        if name not in weights:
-            problems.append(f"missing {name}")
-            return like
-        value = transform(np.asarray(weights[name], np.float32))
-        if tuple(value.shape) != _shape(like):
-            problems.append(f"{name} is {tuple(value.shape)}, the model wants {_shape(like)}")
-            return like
-        return _put(like, value)
-
-    kernel_name = f"{scope}/depthwise_weights" if depthwise else f"{scope}/weights"
-    transpose = (lambda a: a.transpose(0, 1, 3, 2)) if depthwise else (lambda a: a)
-    bn = f"{scope}/BatchNorm"
-    new_p = {"conv": {"kernel": take(kernel_name, p["conv"]["kernel"], transpose)},
-             "bn": {"scale": take(f"{bn}/gamma", p["bn"]["scale"]),
-                    "bias": take(f"{bn}/beta", p["bn"]["bias"])}}
-    new_s = {"bn": {"mean": take(f"{bn}/moving_mean", s["bn"]["mean"]),
-                    "var": take(f"{bn}/moving_variance", s["bn"]["var"])}}
-    return new_p, new_s
+    return slim.backbone_scope(SCOPE, module)
 
 
 def load(weights: dict[str, np.ndarray], params: Any, model_state: Any) -> tuple[dict, dict]:
@@ -72,28 +47,14 @@ def load(weights: dict[str, np.ndarray], params: Any, model_state: Any) -> tuple
     stats = model_state["batch_stats"]
     new_p, new_s, problems = {}, {}, []
     for module, p in params.items():
-        scope = tf_scope(module)
         if module == "logits":
-            w = weights.get(f"{scope}/weights")
-            b = weights.get(f"{scope}/biases")
-            if w is None or b is None:
-                problems.append(f"missing {scope}/weights or /biases")
-                continue
-            w = np.asarray(w, np.float32).reshape(w.shape[-2:])
-            if w.shape != _shape(p["kernel"]) or tuple(b.shape) != _shape(p["bias"]):
-                problems.append(f"{scope} is {w.shape}, the model wants {_shape(p['kernel'])}")
-                continue
-            new_p[module] = {"kernel": _put(p["kernel"], w),
-                             "bias": _put(p["bias"], np.asarray(b, np.float32))}
-        elif module in ("stem", "conv_last"):
-            new_p[module], new_s[module] = _conv_bn(weights, scope, p, stats[module], False,
-                                                    problems)
+            new_p[module] = slim.logits(weights, tf_scope(module), p, problems)
+        elif module == "conv_last":
+            new_p[module], new_s[module] = slim.conv_bn(weights, tf_scope(module), p,
+                                                        stats[module], False, problems)
         else:
-            new_p[module], new_s[module] = {}, {}
-            for part, sub in p.items():
-                new_p[module][part], new_s[module][part] = _conv_bn(
-                    weights, f"{scope}/{part}", sub, stats[module][part], part == "depthwise",
-                    problems)
+            new_p[module], new_s[module] = slim.backbone_module(weights, SCOPE, module, p,
+                                                                stats[module], problems)
     if problems:
         raise UsageError(f"The MobileNetEdgeTPU weights do not fit this model ({len(problems)} "
                          f"problems; first: {'; '.join(problems[:3])}). Pass the "
