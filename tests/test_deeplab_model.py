@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import slim_weights
 
 from tpubench.errors import UsageError
 from workloads.deeplab import convert
@@ -113,7 +114,7 @@ def _small():
     return v["params"], {"batch_stats": v["batch_stats"]}
 
 
-SLIM_BLOCKS = ["expanded_conv"] + [f"expanded_conv_{i}" for i in range(1, 17)]
+SLIM_BLOCKS = slim_weights.slim_blocks(17)
 HEAD_SCOPES = {"image_pooling": "image_pooling", "aspp0": "aspp0",
                "concat_projection": "concat_projection",
                "feature_projection0": "decoder/feature_projection0",
@@ -128,18 +129,7 @@ def _made_file(params):
     tf, expected = {}, {}
 
     def conv(scope, ours, p):
-        kernel = p["conv"]["kernel"].shape
-        if ours.endswith("depthwise"):
-            w = rng.normal(size=(kernel[0], kernel[1], kernel[3], 1)).astype(np.float32)
-            tf[f"{scope}/depthwise_weights"] = w
-            expected[f"{ours}/conv/kernel"] = w.transpose(0, 1, 3, 2)
-        else:
-            w = rng.normal(size=kernel).astype(np.float32)
-            tf[f"{scope}/weights"] = expected[f"{ours}/conv/kernel"] = w
-        for name, our in (("gamma", "bn/scale"), ("beta", "bn/bias"),
-                          ("moving_mean", "stats/mean"), ("moving_variance", "stats/var")):
-            tf[f"{scope}/BatchNorm/{name}"] = expected[f"{ours}/{our}"] = rng.uniform(
-                0.5, 2.0, size=p["bn"]["scale"].shape).astype(np.float32)
+        slim_weights.add_conv_bn(rng, tf, expected, scope, ours, p)
 
     conv("MobilenetV2/Conv", "backbone/stem", params["backbone"]["stem"])
     for i, scope in enumerate(SLIM_BLOCKS, start=1):

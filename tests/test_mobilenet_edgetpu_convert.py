@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import slim_weights
 
 from tpubench.errors import UsageError
 from workloads.resnet import convert_mobilenet_edgetpu as convert
@@ -16,7 +17,7 @@ from workloads.resnet.mobilenet_edgetpu import MobileNetEdgeTPU
 
 # slim's scopes: the stem `Conv`, the blocks `expanded_conv`, `expanded_conv_1`, ..., the last
 # 1x1 `Conv_1`, the classifier `Logits/Conv2d_1c_1x1`.
-SLIM_BLOCKS = ["expanded_conv"] + [f"expanded_conv_{i}" for i in range(1, 22)]
+SLIM_BLOCKS = slim_weights.slim_blocks(22)
 
 
 def _abstract():
@@ -33,18 +34,7 @@ def _made_file(params, stats):
     tf, expected = {}, {}
 
     def conv(scope, ours, p, s):
-        kernel = p["conv"]["kernel"].shape
-        if "depthwise" in ours:  # Flax [k, k, 1, C]; TF [k, k, C, 1]
-            w = rng.normal(size=(kernel[0], kernel[1], kernel[3], 1)).astype(np.float32)
-            tf[f"{scope}/depthwise_weights"] = w
-            expected[f"{ours}/conv/kernel"] = w.transpose(0, 1, 3, 2)
-        else:
-            w = rng.normal(size=kernel).astype(np.float32)
-            tf[f"{scope}/weights"] = expected[f"{ours}/conv/kernel"] = w
-        for tf_name, our in (("gamma", "bn/scale"), ("beta", "bn/bias"),
-                             ("moving_mean", "stats/mean"), ("moving_variance", "stats/var")):
-            tf[f"{scope}/BatchNorm/{tf_name}"] = expected[f"{ours}/{our}"] = rng.uniform(
-                0.5, 2.0, size=p["bn"]["scale"].shape).astype(np.float32)
+        slim_weights.add_conv_bn(rng, tf, expected, scope, ours, p)
 
     conv("MobilenetEdgeTPU/Conv", "stem", params["stem"], None)
     for i, scope in enumerate(SLIM_BLOCKS, start=1):
