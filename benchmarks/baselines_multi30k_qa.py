@@ -14,7 +14,7 @@ Each baseline answers with one of the context's captions (the task's candidates)
     weights);
   * learned lexicon (NOT trivial: it learns from the 29,000 training pairs, as the model must):
     each German word replaced by the English word it co-occurs with most (Dice over the
-    training pairs' word sets, as `benchmarks/baselines_transformer.word_by_word`, ties broken
+    training pairs' word sets: `benchmarks/baselines_transformer.dice_lexicon`, ties broken
     alphabetically so the figure does not depend on the string hash seed), then word overlap
     with the translation.
 Ties: the earliest caption. Prints one line per baseline; the config docstring quotes them.
@@ -26,10 +26,14 @@ import argparse
 import collections
 import os
 import re
+import sys
 
 import numpy as np
 
 from workloads.bert import multi30k_qa, squad_eval
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling benchmark script
+from baselines_transformer import dice_lexicon  # noqa: E402
 
 _WORD = re.compile(r"\w+")
 
@@ -57,22 +61,8 @@ def _jaccard(a: set, b: set) -> float:
 
 def lexicon(train: tuple[tuple[str, str], ...]) -> dict[str, str]:
     """German word -> the English word of highest Dice coefficient over the training pairs'
-    word sets (ties: the alphabetically first)."""
-    de_count: collections.Counter = collections.Counter()
-    en_count: collections.Counter = collections.Counter()
-    pair_count: collections.Counter = collections.Counter()
-    for en, de in train:
-        e, d = set(_words(en)), set(_words(de))
-        de_count.update(d)
-        en_count.update(e)
-        pair_count.update((a, b) for a in d for b in e)
-    best: dict[str, tuple[float, str]] = {}
-    for (a, b), n in pair_count.items():
-        score = (2 * n / (de_count[a] + en_count[b]), b)
-        old = best.get(a)
-        if old is None or score[0] > old[0] or (score[0] == old[0] and b < old[1]):
-            best[a] = score
-    return {a: b for a, (_, b) in best.items()}
+    word sets (ties: the alphabetically first): `baselines_transformer.dice_lexicon`."""
+    return dice_lexicon(((de, en) for en, de in train), _words)
 
 
 def baselines(train: tuple[tuple[str, str], ...], records: list[dict]) -> dict:

@@ -41,22 +41,33 @@ def copy_source(train, test_sources):
     return list(test_sources)
 
 
-def word_by_word(train, test_sources):
-    """Each source word -> its best-associated target word (Dice over sentence co-occurrence)."""
+def dice_lexicon(pairs, tokenize=None) -> dict[str, str]:
+    """Source word -> the target word of highest Dice coefficient over the (source, target)
+    pairs' word sets (ties: the alphabetically first, so the result never depends on set order).
+    Also the learned baseline of benchmarks/baselines_multi30k_qa.py."""
+    tokenize = tokenize or words
     src_count: collections.Counter = collections.Counter()
     tgt_count: collections.Counter = collections.Counter()
     pair_count: collections.Counter = collections.Counter()
-    for src, tgt in train:
-        s, t = set(words(src)), set(words(tgt))
+    for src, tgt in pairs:
+        s, t = set(tokenize(src)), set(tokenize(tgt))
         src_count.update(s)
         tgt_count.update(t)
         pair_count.update((a, b) for a in s for b in t)
     best: dict[str, tuple[float, str]] = {}
     for (a, b), n in pair_count.items():
         dice = 2 * n / (src_count[a] + tgt_count[b])
-        if dice > best.get(a, (0.0, ""))[0]:
+        old = best.get(a)
+        if old is None or dice > old[0] or (dice == old[0] and b < old[1]):
             best[a] = (dice, b)
-    return [" ".join(best.get(w, (0.0, w))[1] for w in words(s)) for s in test_sources]
+    return {a: b for a, (_, b) in best.items()}
+
+
+def word_by_word(train, test_sources):
+    """Each source word -> its best-associated target word (`dice_lexicon`); unknown words
+    copied."""
+    lexicon = dice_lexicon(train)
+    return [" ".join(lexicon.get(w, w) for w in words(s)) for s in test_sources]
 
 
 def retrieval(train, test_sources):
