@@ -27,6 +27,7 @@ from typing import Any
 
 import ml_collections
 
+from tpubench import convolution
 from tpubench.errors import UsageError
 
 RULES = "MLPerf Training Rules v0.7"
@@ -116,6 +117,8 @@ HARNESS: dict[str, Tunable] = {
     "run.steps_per_dispatch": Tunable(_GRAPH),
     "run.scan_unroll": Tunable(_GRAPH),
     "run.cpu_max_steps_in_flight": Tunable(_GRAPH),
+    "model.conv_impl": Tunable(_GRAPH, _one_of("model.conv_impl", convolution.IMPLS,
+                                               "tpubench/convolution.py: the same convolution")),
     "model.dtype": Tunable(
         f"{RULES}, Numerical formats: \"CLOSED: The numerical formats fp64, fp32, tf32, fp16, "
         "bfloat16, int8, uint8, int4, and uint4 are pre-approved for use\"",

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from tpubench import layers
+from tpubench import convolution, layers
 
 ModuleDef = Any
 CONV_AXES = ("conv_h", "conv_w", "conv_in", "conv_out")
@@ -68,13 +68,15 @@ class ResNet(nn.Module):
     bn_momentum: float = 0.9
     bn_epsilon: float = 1e-5
     bn_span: int = 0  # examples per batch-norm statistics group (config.model_bn_span); 0 = all
+    conv_impl: str = "auto"  # tpubench.convolution: 1x1 convolutions as matmuls on CPU
 
     @nn.compact
     def __call__(self, x, train: bool = True):
         kernel_init = nn.with_logical_partitioning(
             nn.initializers.variance_scaling(2.0, "fan_out", "normal"), CONV_AXES
         )
-        conv = partial(nn.Conv, use_bias=False, dtype=self.dtype, kernel_init=kernel_init)
+        conv = partial(nn.Conv, use_bias=False, dtype=self.dtype, kernel_init=kernel_init,
+                       conv_general_dilated=convolution.conv_fn(self.conv_impl))
         norm = partial(
             layers.BatchNorm,
             use_running_average=not train,

@@ -57,6 +57,7 @@ class ResNetWorkload(Workload):
             stem=m.stem,
             bn_span=int(self.config.model.bn_span),
             dtype=dtype,
+            conv_impl=str(m.conv_impl),
         )
 
     def init(self, rng):

@@ -48,6 +48,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.model.label_smoothing = 0.1
     c.model.arch = "resnet"  # or "mobilenet_edgetpu" (configs/mobilenet_edgetpu.py)
     c.model.update({"stage_sizes": (3, 4, 6, 3), "num_filters": 64, "stem": "imagenet"})
+    # How convolutions are computed, not what (tpubench/convolution.py): "auto" = 1x1 as matmuls
+    # when tracing for CPU (XLA:CPU runs them 3x faster so), lax convolutions elsewhere.
+    c.model.conv_impl = "auto"
     c.optimizer.update({"name": "lars", "learning_rate": 23.08, "momentum": 0.9537,
                         "weight_decay": 1e-4, "epsilon": 0.0})
     set_schedule(c, warmup_epochs=33, train_epochs=88)
