@@ -6,8 +6,8 @@ configs/mobilenet_v2_mini.py. NOT an MLPerf result.
     tpubench run ssd --config=mobilenet_v1_mini --workdir=DIR
 
 Target: PROVISIONAL (v2's 0.52): measured, seed 0 never clears the 0.4763 baseline of the same
-500 eval canvases (benchmarks/ssd_baselines.py) on this schedule, so no target above it is
-reachable yet. Seed 0 (session 2026-12-02e; JAX CPU, the 2-core machine shared at load ~12-17),
+500 eval canvases (benchmarks/ssd_baselines.py) on this schedule, so no target above it has
+been reached. Seed 0 (session 2026-12-02e; JAX CPU, the 2-core machine shared at load ~12-17),
     tpubench run ssd --config=mobilenet_v1_mini --workdir=/tmp/ssd_runs/v1_s0 \\
         --config.eval.target_value=0.99
 mAP at the evals every 125 steps (steps 125 ... 1,500; | = the lr decays at 1,000 and 1,250):
