@@ -1,6 +1,7 @@
 """Batch-norm probe for the SSD minis: is a low eval mAP the weights or the running statistics?
 
     python benchmarks/ssd_bn_probe.py mobilenet_v2_mini 125 model.bn_momentum=0.999
+    python benchmarks/ssd_bn_probe.py mobilenet_v1_mini /tmp/ssd_runs/v1_s0  # a run's weights
 
 Trains CONFIG for STEPS steps with the harness's own train step (`tpubench.steps`), init
 (`PRNGKey(run.seed)`, as the engine) and train canvases (not bit for bit a harness run's
@@ -8,7 +9,9 @@ trajectory: measured, the same loss at step 1, not at step 26); then scores the 
 the 500 eval canvases (pycocotools mAP, the workload's eval) three ways: eval mode (the
 running statistics), train-mode batch norm (the eval batch's statistics), and eval mode after
 recomputing the running statistics on 256 fresh train canvases (momentum 0); and prints how
-far train- and eval-mode outputs on a train batch differ (relative L2 norm). Overrides are
+far train- and eval-mode outputs on a train batch differ (relative L2 norm). Given a run's
+workdir instead of STEPS, scores the weights of its latest checkpoint
+(`tpubench.checkpoint.restore_variables`) the same three ways. Overrides are
 KEY=VALUE config keys (numbers parsed as floats or ints).
 
 Measured (session 2026-12-02b, seed 0, this procedure run from a scratch copy with the same
@@ -26,8 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
+from tpubench import checkpoint, registry
 from tpubench import config as config_lib
-from tpubench import registry
 from tpubench import steps as steps_lib
 from tpubench.detection import canvas, nms
 from tpubench.evaluation import EvalResults
@@ -41,16 +44,21 @@ def _value(text: str):
         return text
 
 
-def main(name: str, n: int, overrides: dict) -> None:
+def main(name: str, steps_or_workdir: str, overrides: dict) -> None:
     cfg = config_lib.load("ssd", name, overrides)
     w = registry.create(cfg)
-    state = nn.meta.unbox(steps_lib.boxed_init_fn(w)(jax.random.PRNGKey(int(cfg.run.seed))))
-    step = jax.jit(steps_lib.make_train_step(w))
     it = input_pipeline.canvas_train(cfg, 0, 0, 1)
-    for i in range(n):
-        state, m = step(state, next(it))
-        if i % 25 == 0 or i == n - 1:
-            print(i + 1, {k: round(float(v), 3) for k, v in m.items()}, flush=True)
+    if steps_or_workdir.isdigit():
+        state = nn.meta.unbox(steps_lib.boxed_init_fn(w)(jax.random.PRNGKey(int(cfg.run.seed))))
+        step = jax.jit(steps_lib.make_train_step(w))
+        n = int(steps_or_workdir)
+        for i in range(n):
+            state, m = step(state, next(it))
+            if i % 25 == 0 or i == n - 1:
+                print(i + 1, {k: round(float(v), 3) for k, v in m.items()}, flush=True)
+        p, ms = state.params, state.model_state
+    else:
+        p, ms = checkpoint.restore_variables(steps_or_workdir, w)
     samples, bs = int(cfg.eval.samples), int(cfg.eval.batch_size)
     ev = input_pipeline.canvas_eval_set(canvas.CanvasSpec.of_config(cfg), samples)
     model, e = w.model(), cfg.eval
@@ -77,7 +85,6 @@ def main(name: str, n: int, overrides: dict) -> None:
         cat = {k: np.concatenate(v) for k, v in per.items()}
         return w.eval_finalize(EvalResults(sums={}, per_example=cat, examples=float(samples)))
 
-    p, ms = state.params, state.model_state
     print("mAP eval mode (running statistics):", round(evaluate(p, ms), 4))
     print("mAP train-mode BN (eval batch statistics):", round(evaluate(p, ms, True), 4))
     big = np.concatenate([next(it)["inputs"] for _ in range(8)])
@@ -96,5 +103,5 @@ def main(name: str, n: int, overrides: dict) -> None:
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
-    main(sys.argv[1], int(sys.argv[2]),
+    main(sys.argv[1], sys.argv[2],
          {k: _value(v) for k, v in (a.split("=", 1) for a in sys.argv[3:])})

@@ -10,7 +10,12 @@ Target: mAP 0.52 (the ResNet mini's), reached by seed 0 at step 1,125, the first
 the lr decay at step 1,000. The strongest trivial detector on the same 500 eval canvases scores
 0.4763 (benchmarks/ssd_baselines.py): the target sits 4.4 points above it and below every
 post-decay eval of the measured run (.5354 .5463 .5502 .5519 at steps 1,125-1,500; the ResNet
-mini plateaus at .555-.558). Only seed 0 has been run (seed 1: not measured).
+mini plateaus at .555-.558). Seed 1 (session 2026-12-02e,
+`tpubench run ssd --config=mobilenet_v2_mini --config.eval.target_value=0.99
+--config.run.seed=1`, stopped once by SIGTERM at step 271 and resumed by the same command)
+reaches it at step 1,125 too: .0329 .0605 .2344 .0088 .3530 .3749 .4112 .3937 | .5353 .5415
+.5492 .5485 (its own dip at step 500, the train loss falling smoothly: mean per 125 steps 3.97
+there after 4.36).
 Measured (JAX CPU, the 2-core machine shared with other jobs at load ~6-18; steps, not times,
 are the measurement):
 - with the depthwise convs as grouped convs (`model.depthwise_impl=conv`): stopped before its
@@ -57,7 +62,7 @@ import ml_collections
 
 from workloads.ssd.configs import mini
 
-TARGET = 0.52  # measured: seed 0 reaches it at step 1,125 (above); baseline 0.4763
+TARGET = 0.52  # measured: seeds 0 and 1 reach it at step 1,125 (above); baseline 0.4763
 
 
 def get_config() -> ml_collections.ConfigDict:
