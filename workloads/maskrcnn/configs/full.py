@@ -72,7 +72,12 @@ tests/test_detection.py compare them with the old formulations): RoIAlign is one
 weighted product; tpubench/detection/roi_align.py), and the RPN's greedy NMS carries two [K]
 bool rows instead of the [K, K] IoU matrix (tpubench/detection/nms.py). The parts were not
 re-timed after the change (the host's CPU went to the full fit below).
-FIT_RESULT_PLACEHOLDER
+The whole fit with them, `tpubench fit maskrcnn --config=full --topology=v4:2x2x1` (niced, at a
+load average of 10-17 from five other runs), had NOT finished at this session's deadline: 12.6
+CPU minutes in 63 wall minutes, still in libtpu's backend (LLO lowering of fusions, by gdb),
+no report; the session c run had used 20+ CPU minutes without finishing, so whether the
+change shortens it is not known yet. Next: the fit and the parts at 256 / 512 / 1344 on an idle
+host (the parts script times the new code as it is).
 """
 
 import ml_collections
