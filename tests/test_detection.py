@@ -2,6 +2,7 @@
 pycocotools wrapper, each against a brute-force or line-by-line numpy port of the MLPerf v0.7
 reference (mlcommons/training single_stage_detector/ssd: utils.py, base_model.py, train.py)."""
 
+import functools
 import math
 
 import jax
@@ -206,6 +207,32 @@ def test_nms_suppression_rule_and_padding():
     # box1 vs box0: IoU 0.5 (suppressed); box2 vs box0: 0.4 (kept); box3 invalid
     keep = nms.nms_mask(sorted_boxes, jnp.array([True, True, True, False]), 0.5)
     np.testing.assert_array_equal(np.asarray(keep), [True, False, True, False])
+
+
+def test_nms_with_iou_rows_equals_the_iou_matrix_loop():
+    """`nms_mask` (each step computes its box's IoU row) against the loop it replaced, which
+    carried the whole [K, K] IoU matrix, on 300 random crowded boxes with some invalid, at
+    thresholds 0.3 / 0.5 / 0.7 and under vmap: the same kept set. Bites (tried): a suppressed
+    box suppressing others (`valid[i]` for `kept`): 74 of the 900 decisions differ."""
+    rng = np.random.default_rng(7)
+
+    def matrix_nms(sorted_boxes, valid, threshold):
+        k = sorted_boxes.shape[0]
+        ious = boxes.iou(sorted_boxes, sorted_boxes)
+
+        def body(i, keep):
+            hit = jnp.any(keep & (ious[:, i] >= threshold) & (jnp.arange(k) < i))
+            return keep.at[i].set(valid[i] & ~hit)
+
+        return jax.lax.fori_loop(0, k, body, jnp.zeros((k,), bool))
+
+    b = jnp.asarray(np.stack([_random_ltrb(rng, 300, 0.05, 0.3) for _ in range(3)]))
+    valid = jnp.asarray(rng.uniform(size=(3, 300)) > 0.1)
+    for t in (0.3, 0.5, 0.7):
+        new = jax.jit(jax.vmap(functools.partial(nms.nms_mask, iou_threshold=t)))(b, valid)
+        old = jax.jit(jax.vmap(functools.partial(matrix_nms, threshold=t)))(b, valid)
+        np.testing.assert_array_equal(np.asarray(new), np.asarray(old))
+        assert 20 < int(new.sum()) < int(valid.sum())  # some kept, some suppressed
 
 
 def test_coco_map_tiny_hand_case():

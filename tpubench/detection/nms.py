@@ -29,16 +29,23 @@ MAX_DETECTIONS = 200  # train.py coco_eval: nms_max_detections = 200
 
 def nms_mask(sorted_boxes: jax.Array, valid: jax.Array, iou_threshold: float) -> jax.Array:
     """Greedy NMS over boxes already sorted by descending score: [K, 4] ltrb, [K] bool ->
-    [K] bool kept. Box i is kept when valid and no kept box before it has IoU >= threshold."""
+    [K] bool kept. Box i is kept when valid and no kept box before it has IoU >= threshold.
+
+    The loop carries two [K] bool rows (kept, suppressed), not the [K, K] IoU matrix: step i
+    computes box i's IoU row itself and, when i is kept, suppresses the boxes it overlaps
+    (Mask R-CNN's RPN runs this on 2,000 boxes of 16 images per level: the matrix was 256 MB)."""
     k = sorted_boxes.shape[0]
-    ious = boxes.iou(sorted_boxes, sorted_boxes)
-    earlier = jnp.arange(k)
 
-    def body(i, keep):
-        suppressed = jnp.any(keep & (ious[:, i] >= iou_threshold) & (earlier < i))
-        return keep.at[i].set(valid[i] & ~suppressed)
+    def body(i, carry):
+        keep, suppressed = carry
+        kept = valid[i] & ~suppressed[i]
+        row = boxes.iou(jax.lax.dynamic_slice_in_dim(sorted_boxes, i, 1), sorted_boxes)[0]
+        # Marks box i and earlier ones too: harmless, their keep is already decided.
+        suppressed = suppressed | (kept & (row >= iou_threshold))
+        return keep.at[i].set(kept), suppressed
 
-    return jax.lax.fori_loop(0, k, body, jnp.zeros((k,), bool))
+    keep, _ = jax.lax.fori_loop(0, k, body, (jnp.zeros((k,), bool), jnp.zeros((k,), bool)))
+    return keep
 
 
 def detect(pred_offsets: jax.Array, pred_logits: jax.Array, anchors_xywh: jax.Array,

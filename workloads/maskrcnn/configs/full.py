@@ -55,9 +55,32 @@ v4:2x2x1 data shard holds a quarter): RoIAlign's four-corner gathers, [16, 4, 51
 for the box pooler and [16, 4, 128, 28, 28, 256] for the mask pooler, 1.64e9 float32 elements
 (6.6 GB) each, and their scatter-add transposes in the backward pass; the RPN matcher's IoU of
 100 ground-truth rows against 451,143 anchors, [16, 100, 451143, 2] (1.44e9); the flattened FPN
-maps [16, 149940, 256]. So the next measurement is how the compile time grows with those sizes
-(the same step at data.image_size 256, 512, 1344 on libtpu compile-only devices, on an idle
-host), not the program's length; not done (the CPU was running the mini's training).
+maps [16, 149940, 256].
+Session 2026-12-02e (issue 13): each heavy part compiled ALONE for v4:2x2x1 (the global batch
+of 16 sharded over the 4 devices), `JAX_PLATFORMS=cpu python benchmarks/maskrcnn_compile_parts.py
+v4:2x2x1 [--config.data.image_size=256]`, on the shared host at a load average of 12-17 (wall
+seconds; CPU seconds of the process where measured; XLA temporaries per device):
+    part (old code)                    image 256                image 1344
+    box_pool (RoIAlign 512 RoIs + grad)  253.0 s, 5.24 GiB        not measured (stopped)
+    mask_pool (128 RoIs + grad)          194.5 s, 5.18 GiB        not measured
+    proposals (top-k + 5 greedy NMS)     102.7 s, 5.73 GiB        300.5 s (39.4 CPU), 5.74 GiB
+    rpn_targets (matcher + sampler)       59.6 s, 0.00 GiB        193.7 s (27.5 CPU), 2.02 GiB
+So no one part needs the 20+ CPU minutes the whole fit took: at most a minute of CPU each.
+Two were restructured with the same numerics (tests/test_maskrcnn_parts.py and
+tests/test_detection.py compare them with the old formulations): RoIAlign is one gather of a
+[2ns, 2ns] grid of taps per box contracted by two interpolation matrices (no [4, R, ns, ns, C]
+weighted product; tpubench/detection/roi_align.py), and the RPN's greedy NMS carries two [K]
+bool rows instead of the [K, K] IoU matrix (tpubench/detection/nms.py). The parts were not
+re-timed after the change (the host's CPU went to the full fit below).
+The whole fit with them, `tpubench fit maskrcnn --config=full --topology=v4:2x2x1` (niced, at a
+load average of 10-17 from five other runs), FINISHED: exit 0 in 78.7 wall minutes, 1,488 s of
+user CPU (/usr/bin/time -v; peak RSS 20.8 GB); it printed: AOT compile (train block + eval step)
+4,357.6 s wall; train block per device: arguments 0.756 GiB, outputs 0.332 (aliased 0.332),
+temps 10.372, code 0.369 -> 11.497 GiB; eval step: 0.561 / 0.353 / 1.898 / 0.123 -> 2.934 GiB;
+per step per device 9.449 TFLOP, 187.811 GB accessed; roofline step >= 156.509 ms (275 TFLOP/s,
+1,200 GB/s: memory bound) -> at most 102 examples/s; FITS: 11.50 of 32 GiB HBM (36%). Not
+measured: the old code's fit to the end (session c: 20+ CPU minutes, unfinished), so the
+change's share in finishing is not separated from the lighter load; the parts after the change.
 """
 
 import ml_collections
