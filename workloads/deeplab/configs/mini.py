@@ -34,6 +34,7 @@ def get_config() -> ml_collections.ConfigDict:
                     "backbone_bn_momentum": 0.9, "head_bn_momentum": 0.9})
     c.data.dataset = "canvas_digits"
     c.data.source = "canvas"
+    c.data.uint8_pixels = False  # canvases are float in [0, 1]
     c.data.image_size = 64
     c.data.image_channels = 1
     c.data.canvas_min_objects = 1
