@@ -54,6 +54,9 @@ def test_preprocess_resizes_with_aligned_corners_pads_and_maps_labels():
     np.testing.assert_array_equal(img[0, 0], image[0, 0])  # align_corners: corners exact
     np.testing.assert_array_equal(img[255, 511], image[1, 3])
     np.testing.assert_array_equal(img[0, 511], image[0, 3])
+    # column 100 samples x = 100 * 3 / 511 = 0.587: 0.587 * 40 = 23.5, truncated to 23 (TF1
+    # without aligned corners samples 100 * 4 / 512 = 0.781: 31)
+    assert img[0, 100, 0] == 23
     assert (img[256:] == 127).all() and (lab[256:] == 0).all()  # padding, bottom only
     assert lab[0, 0] == 1 and lab[0, 511] == 0 and lab[255, 0] == 5
     assert set(np.unique(lab[:128])) == {0, 1, 31}  # 40 -> 0: ignored
