@@ -126,7 +126,7 @@ def test_unknown_source_and_missing_checkpoint_are_usage_errors(tmp_path):
     """Bites: an unknown data source accepted until the first batch; a missing checkpoint
     path silently ignored (random weights served)."""
     with pytest.raises(UsageError, match="canvas"):
-        registry.create(config_lib.load("deeplab", "smoke", {"data.source": "ade20k"}))
+        registry.create(config_lib.load("deeplab", "smoke", {"data.source": "cityscapes"}))
     cfg = config_lib.load("deeplab", "smoke", {"model.checkpoint": str(tmp_path / "no.pb")})
     with pytest.raises(UsageError, match="do not exist"):  # raised while tracing init
         jax.eval_shape(registry.create(cfg).init, jax.random.key(0))
