@@ -29,8 +29,8 @@ from workloads.deeplab.configs import full
 
 def get_config() -> ml_collections.ConfigDict:
     c = full.get_config()
-    c.model.update({"num_classes": 11, "width": 0.35, "aspp_filters": 64, "decoder_filters": 64,
-                    "projection_filters": 16, "depthwise_impl": "shifts",
+    c.model.update({"num_classes": 11, "width": 0.35, "output_stride": 8, "aspp_filters": 64,
+                    "decoder_filters": 64, "projection_filters": 16, "depthwise_impl": "shifts",
                     "backbone_bn_momentum": 0.9, "head_bn_momentum": 0.9})
     c.data.dataset = "canvas_digits"
     c.data.source = "canvas"
@@ -46,10 +46,10 @@ def get_config() -> ml_collections.ConfigDict:
     c.eval.samples = 500
     c.eval.batch_size = 100
     c.eval.ignore_label = -1  # every pixel counts, background included
-    c.eval.target_value = 0.55  # provisional: above the 1-NN baseline 0.5172, not reached
-    c.eval.target_provisional = True
+    c.eval.target_value = 0.55  # the 1-NN baseline 0.5172 + 0.033; seed 0: step 1,250
+    c.eval.target_provisional = False
     c.eval.every_samples = 50 * 16
-    c.optimizer.update({"learning_rate": 2e-3, "weight_decay": 0.0})
+    c.optimizer.update({"learning_rate": 5e-3, "weight_decay": 0.0})
     c.schedule.train_steps = 1500
     c.run.max_train_samples = 1500 * 16
     c.run.steps_per_dispatch = 1
