@@ -18,7 +18,11 @@ steps from step 50; each run with --config.eval.target_value=0.99 to see the who
     0.0808 (steps 50-250: all background) 0.0901 0.1050 0.1379 0.2284 0.2329 0.2857 0.2646
     0.2733 0.3785 0.3689 0.3797 0.4411 0.4004 0.5120 0.4999 0.5264 0.4931 0.5414 0.5496
     0.5620 (step 1,250: the target) 0.5525 0.5697 0.5838 0.5737 0.5873 (step 1,500)
-  seed 1: SEED1_RESULT
+  seed 1, this config as committed (stops at the target):
+    tpubench run deeplab --config=mini --workdir=DIR --config.run.seed=1
+    0.0808 (steps 50-250) 0.0841 0.0975 0.1286 0.2003 0.2366 0.2814 0.3153 0.3783 0.3940
+    0.4115 0.4433 0.4270 0.4496 0.4452 0.4930 0.4892 0.5083 0.5431 0.5473 0.5337
+    0.5704 (step 1,300: success; 1,268 s to target, init 55 s from the compilation cache)
 
   before (session 2026-12-02d), seed 0, output stride 16, lr 2e-3 (the previous config):
     0.0808 (steps 50-650: every pixel predicted background) 0.0840 0.0877 0.0982 0.1084 0.1101
