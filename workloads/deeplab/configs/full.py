@@ -1,8 +1,13 @@
 """DeepLabv3+ MobileNetV2 at the MLPerf mobile v0.7 `deeplabv3` size: 512x512 RGB, 32 ADE20K
 classes (label 0 ignored), output stride 16, decoder stride 4 (workloads/deeplab/model.py cites
-the reference's files and flags). Inference only here: MLPerf has no DeepLab training benchmark,
-and this suite has no ADE20K reader, so `data.source` is the harness's synthetic data (shapes
-only: `tpubench fit deeplab --config=full`, `jax.eval_shape`, the model tests).
+the reference's files and flags). Inference only here: MLPerf has no DeepLab training benchmark.
+`data.source` "ade20k" reads the 2,000 ADE20K validation images from
+`DATA_DIR/ADEChallengeData2016` as the mobile reference prepares them (512x512, uint8 pixels,
+the 150 classes mapped to 32: workloads/deeplab/ade20k.py cites the files):
+
+    tpubench infer deeplab --config=full --config.data.dir=DATA_DIR --config.model.checkpoint=F
+
+`--config.data.source=synthetic` gives shapes only (`tpubench fit deeplab --config=full`).
 
 What training it would need (the reference's README, mlcommons/mobile_open
 vision/deeplab/models_and_code): ADE20K train (20,210 images) remapped to 32 classes
@@ -33,7 +38,8 @@ def get_config() -> ml_collections.ConfigDict:
         "dropout_rate": 0.1, "backbone_bn_momentum": 0.997, "head_bn_momentum": 0.9997,
         "depthwise_impl": "conv", "dtype": "float32", "checkpoint": ""})
     c.data.dataset = "ade20k_32"
-    c.data.source = "synthetic"
+    c.data.source = "ade20k"
+    c.data.uint8_pixels = True  # the reference's ImageTensor: uint8, scaled in the graph
     c.data.image_size = 512
     c.data.image_channels = 3
     c.data.global_batch_size = 4
