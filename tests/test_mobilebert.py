@@ -257,3 +257,54 @@ def test_singlestream_accuracy_mode_reproduces_the_mini_training_eval(shared_dat
     summary = json.loads((tmp_path / "infer" / "summary.json").read_text())
     assert rc == 0 and summary["accuracy"] == trained["final_quality"]
     assert summary["benchmark"] == "mobilebert (NOT AN MLPERF RESULT)"
+
+
+def test_pretraining_head_ties_the_word_embeddings_and_starts_near_uniform():
+    """`MobileBertForPreTraining` (config mobilebert_mini): with the masked-LM transform's
+    layer norm set to output a fixed vector u, every masked-LM logit is u . [word embedding |
+    extra row] + bias, the word table being the encoder's own; at init the masked-LM loss is
+    log(vocab) and the next-sentence loss log(2). Bites (tried): BITES_PENDING."""
+    import math
+
+    w = _workload("mobilebert_mini")
+    params, _ = jax.jit(w.init)(jax.random.key(0))
+    params = nn.unbox(params)
+    batch = w.synthetic_batch(jax.random.key(1), 64)
+    _, (_, m) = jax.jit(w.loss)(params, {}, batch, jax.random.key(2))
+    assert float(m["masked_lm_loss"]) == pytest.approx(math.log(1024), abs=0.05)
+    assert float(m["next_sentence_loss"]) == pytest.approx(math.log(2), abs=0.05)
+
+    u = jax.random.normal(jax.random.key(3), (128,))
+    params["mlm_layer_norm"] = {"scale": jnp.zeros(128), "bias": u}
+    mlm, _ = w._apply(params, batch, train=False)
+    table = np.concatenate([params["embeddings"]["word_embeddings"]["embedding"],
+                            params["mlm_extra_output"]], axis=1)
+    want = np.asarray(table) @ np.asarray(u) + np.asarray(params["mlm_output_bias"])
+    np.testing.assert_allclose(np.asarray(mlm[0, 0]), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_mobilebert_mini_pretraining_run_initialises_the_squad_mini(shared_data_dir, tmp_path):
+    """A 2-step `mobilebert_mini` pre-training run, then `mobilebert_squad_mini` with
+    `model.init_params` = its workdir: the fine-tuning model's encoder is the checkpoint's
+    (word embeddings: its 1,024 rows first; positions: its 16 first), the span head random.
+    Bites (tried): BITES_PENDING."""
+    from flax import traverse_util
+
+    from tpubench import train
+    from workloads.bert import pretrained
+
+    pre = train.train_and_evaluate(config_lib.load("bert", "mobilebert_mini", {
+        "run.max_train_samples": 256, "eval.samples": 256, "eval.offset_samples": 0,
+        "eval.every_samples": 256, "run.steps_per_dispatch": 1}), tmp_path / "pre")
+    assert pre["steps"] == 2
+    w = _workload("mobilebert_squad_mini", **{"model.init_params": str(tmp_path / "pre"),
+                                              "data.dir": str(shared_data_dir)})
+    w.check_data()
+    params = traverse_util.flatten_dict(nn.unbox(jax.jit(w.init)(jax.random.key(0))[0]))
+    loaded = pretrained.load_encoder(str(tmp_path / "pre"))
+    assert set(loaded) == {p for p in params if p[0] != "qa_outputs"}
+    for path, value in loaded.items():
+        np.testing.assert_array_equal(np.asarray(params[path])[:len(value)], value)
+    assert params[("embeddings", "word_embeddings", "embedding")].shape == (4096, 32)
+    assert loaded[("embeddings", "word_embeddings", "embedding")].shape == (1024, 32)

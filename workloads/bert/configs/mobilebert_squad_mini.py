@@ -15,18 +15,14 @@ MEASUREMENTS PENDING (session 2026-12-02e).
 """
 
 from workloads.bert.configs import squad_mini_multi30k
-from workloads.bert.configs._mobilebert import use_mobilebert
+from workloads.bert.configs._mobilebert import MINI_SIZES, use_mobilebert
 
 
 def get_config():
     """The MobileBERT SQuAD mini config."""
     c = squad_mini_multi30k.get_config()
     vocab, positions = int(c.model.vocab_size), int(c.model.max_position_embeddings)
-    c = use_mobilebert(c, vocab_size=vocab, hidden_size=128, num_hidden_layers=2,
-                       num_attention_heads=2, intermediate_size=128,
-                       max_position_embeddings=positions, embedding_size=32,
-                       intra_bottleneck_size=32, num_feedforward_networks=2,
-                       hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    c = use_mobilebert(c, vocab_size=vocab, max_position_embeddings=positions, **MINI_SIZES)
     c.config_name = "mobilebert_squad_mini"
     c.model.init_params = ""  # the BERT mini's pre-training run is not a MobileBERT encoder
     return c
