@@ -259,6 +259,7 @@ def test_singlestream_accuracy_mode_reproduces_the_mini_training_eval(shared_dat
     assert summary["benchmark"] == "mobilebert (NOT AN MLPERF RESULT)"
 
 
+@pytest.mark.slow
 def test_pretraining_head_ties_the_word_embeddings_and_starts_near_uniform():
     """`MobileBertForPreTraining` (config mobilebert_mini): with the masked-LM transform's
     layer norm set to output a fixed vector u, every masked-LM logit is u . [word embedding |
