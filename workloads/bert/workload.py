@@ -7,6 +7,8 @@ Data sources (`config.data.source`):
   "synthetic"    right-shaped batches generated on device.
 Quality = masked-LM accuracy (weighted by `masked_lm_weights`) on the fixed eval set. Training
 starts from `config.model.init_checkpoint` (a TF BERT checkpoint) when one is given.
+`config.model.arch = "mobilebert"` (config `mobilebert_mini`) pre-trains MobileBERT instead
+(`mobilebert.MobileBertForPreTraining`, unpacked rows only).
 `config.data.packed` (an option; Google's v0.7 record did not pack): the training records hold
 up to `data.max_per_row` examples per row (`packing.py`, made by `pack_records.py`); a step is
 then `global_batch_size` rows, and the eval set stays unpacked.
