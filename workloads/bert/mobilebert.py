@@ -226,6 +226,17 @@ class Block(nn.Module):
         return nn.with_logical_constraint(y, ("batch", "length", "embed"))
 
 
+def _encode(c: MobileBertConfig, input_ids: jax.Array, input_mask: jax.Array,
+            segment_ids: jax.Array, deterministic: bool) -> jax.Array:
+    """The encoder (`embeddings`, `layer_<i>`: the names every head model shares, which
+    `pretrained.py` carries from a pre-training run to a fine-tuning one); called inside a
+    compact `__call__`, so its modules belong to the caller."""
+    x = Embeddings(c, name="embeddings")(input_ids, segment_ids, deterministic)
+    for i in range(c.num_hidden_layers):
+        x = Block(c, name=f"layer_{i}")(x, input_mask, deterministic)
+    return x
+
+
 class MobileBertForQuestionAnswering(nn.Module):
     """MobileBERT encoder + the SQuAD span head: (start_logits, end_logits), each
     [batch, length] float32, the interface of `BertForQuestionAnswering`."""
@@ -236,11 +247,46 @@ class MobileBertForQuestionAnswering(nn.Module):
     def __call__(self, input_ids: jax.Array, input_mask: jax.Array, segment_ids: jax.Array,
                  train: bool = False) -> tuple[jax.Array, jax.Array]:
         c = self.config
-        deterministic = not train
-        x = Embeddings(c, name="embeddings")(input_ids, segment_ids, deterministic)
-        for i in range(c.num_hidden_layers):
-            x = Block(c, name=f"layer_{i}")(x, input_mask, deterministic)
+        x = _encode(c, input_ids, input_mask, segment_ids, not train)
         logits = nn.Dense(2, dtype=c.dtype, name="qa_outputs",
                           kernel_init=_init(c, ("embed", None)),
                           bias_init=_zeros((None,)))(x).astype(jnp.float32)
         return logits[..., 0], logits[..., 1]
+
+
+class MobileBertForPreTraining(nn.Module):
+    """MobileBERT encoder + masked-LM and next-sentence heads: (masked-LM logits [batch,
+    predictions, vocab], next-sentence logits [batch, 2]), both float32, the interface of
+    `BertForPreTraining` (unpacked rows only). The heads of google-research
+    `mobilebert/run_pretraining.py` (as ported in Hugging Face `modeling_mobilebert.py`
+    `MobileBertLMPredictionHead`): the masked-LM transform (dense + activation + a layer norm,
+    whatever `normalization_type`), then logits against the word embedding table [vocab,
+    embedding_size] concatenated with an extra [vocab, hidden - embedding_size] table, plus a
+    bias; the next-sentence dense on the `[CLS]` state (`classifier_activation: false`: no
+    pooler)."""
+
+    config: MobileBertConfig
+
+    @nn.compact
+    def __call__(self, input_ids: jax.Array, input_mask: jax.Array, segment_ids: jax.Array,
+                 masked_lm_positions: jax.Array, train: bool = False,
+                 position_ids: jax.Array | None = None,
+                 next_sentence_positions: jax.Array | None = None,
+                 ) -> tuple[jax.Array, jax.Array]:
+        if position_ids is not None or next_sentence_positions is not None:
+            raise ValueError("MobileBertForPreTraining takes unpacked rows (data.packed=False)")
+        c = self.config
+        x = _encode(c, input_ids, input_mask, segment_ids, not train)
+        nsp_logits = nn.Dense(2, dtype=c.dtype, name="nsp", kernel_init=_init(c, ("embed", None)),
+                              bias_init=_zeros((None,)))(x[:, 0])
+        h = jnp.take_along_axis(x, masked_lm_positions[..., None], axis=1)
+        h = _act(c, _dense(c, c.hidden_size, ("embed", "mlp"), "mlm_transform")(h))
+        layer_norm = dataclasses.replace(c, normalization_type="layer_norm")
+        h = _norm(layer_norm, "mlp", "mlm_layer_norm")(h)
+        table = nn.unbox(self.variables["params"]["embeddings"]["word_embeddings"]["embedding"])
+        extra = self.param("mlm_extra_output", _init(c, ("vocab", None)),
+                           (c.vocab_size, c.hidden_size - c.embedding_size))
+        weights = jnp.concatenate([table, extra], axis=1).astype(c.dtype)
+        bias = self.param("mlm_output_bias", _zeros(("vocab",)), (c.vocab_size,))
+        mlm_logits = jnp.einsum("bpe,ve->bpv", h.astype(c.dtype), weights) + bias.astype(c.dtype)
+        return mlm_logits.astype(jnp.float32), nsp_logits.astype(jnp.float32)

@@ -26,7 +26,6 @@ checkpoint: a pre-training one (encoder only; the head starts random) or, with
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 from collections.abc import Iterator
@@ -54,7 +53,7 @@ from workloads.bert import (
     squad_eval,
     tf_checkpoint,
 )
-from workloads.bert.mobilebert import MobileBertConfig, MobileBertForQuestionAnswering
+from workloads.bert.mobilebert import MobileBertForQuestionAnswering
 from workloads.bert.model import BertForQuestionAnswering
 from workloads.bert.workload import BertWorkload
 from workloads.transformer import input_pipeline as mt
@@ -137,40 +136,11 @@ DATA_SOURCES = {
 MINI_SOURCES = ("shakespeare_qa", "multi30k_qa")  # their vocabulary is built, in the cache
 
 
-ARCHS = {"bert": BertForQuestionAnswering, "mobilebert": MobileBertForQuestionAnswering}
-
-
 class BertSquadWorkload(BertWorkload):
     """BERT + span head fine-tuned on SQuAD v1.1; quality = official F1 (x100)."""
 
     data_sources = DATA_SOURCES
-
-    @functools.cached_property
-    def bert_config(self) -> Any:
-        """`BertConfig` or, with `model.arch = "mobilebert"`, a `MobileBertConfig`: the model
-        sizes of this config with the compute dtype."""
-        if self.arch == "bert":
-            return super().bert_config
-        m = self.config.model
-        fields = {f.name for f in dataclasses.fields(MobileBertConfig)} - {"dtype"}
-        return MobileBertConfig(**{k: v for k, v in m.items() if k in fields},
-                                dtype=jnp.dtype(m.dtype))
-
-    @property
-    def arch(self) -> str:
-        """The encoder: "bert" (default) or "mobilebert"."""
-        arch = str(self.config.model.get("arch", "bert"))
-        if arch not in ARCHS:
-            raise UsageError(f"--config.model.arch={arch!r}: the SQuAD encoders are "
-                             f"{', '.join(ARCHS)}.")
-        return arch
-
-    def model(self) -> nn.Module:
-        return ARCHS[self.arch](self.bert_config)
-
-    def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
-        """MobileBERT's intra-block (bottleneck) width and word embedding: replicated (128)."""
-        return (("bottleneck", None),)
+    archs = {"bert": BertForQuestionAnswering, "mobilebert": MobileBertForQuestionAnswering}
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         seq = int(self.config.data.max_seq_length)

@@ -7,6 +7,8 @@ Data sources (`config.data.source`):
   "synthetic"    right-shaped batches generated on device.
 Quality = masked-LM accuracy (weighted by `masked_lm_weights`) on the fixed eval set. Training
 starts from `config.model.init_checkpoint` (a TF BERT checkpoint) when one is given.
+`config.model.arch = "mobilebert"` (config `mobilebert_mini`) pre-trains MobileBERT instead
+(`mobilebert.MobileBertForPreTraining`, unpacked rows only).
 `config.data.packed` (an option; Google's v0.7 record did not pack): the training records hold
 up to `data.max_per_row` examples per row (`packing.py`, made by `pack_records.py`); a step is
 then `global_batch_size` rows, and the eval set stays unpacked.
@@ -31,6 +33,7 @@ from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.bert import input_pipeline, packing, shakespeare, tf_checkpoint
+from workloads.bert.mobilebert import MobileBertConfig, MobileBertForPreTraining
 from workloads.bert.model import BertConfig, BertForPreTraining
 
 OPTIMIZERS = ("lamb", "adamw")  # "adamw": the mini only (LAMB is the reference)
@@ -166,17 +169,35 @@ class BertWorkload(Workload):
             cls = BertSquadWorkload
         return super().__new__(cls)
 
+    # `model.arch` -> the model of this task (the SQuAD workload has its own table).
+    archs: dict[str, type[nn.Module]] = {"bert": BertForPreTraining,
+                                         "mobilebert": MobileBertForPreTraining}
+
     # ---- model -----------------------------------------------------------------------------
+    @property
+    def arch(self) -> str:
+        """The encoder: "bert" (default) or "mobilebert" (`mobilebert.py`)."""
+        arch = str(self.config.model.get("arch", "bert"))
+        if arch not in self.archs:
+            raise UsageError(f"--config.model.arch={arch!r}: the encoders are "
+                             f"{', '.join(self.archs)}.")
+        return arch
+
     @functools.cached_property
-    def bert_config(self) -> BertConfig:
-        """The model sizes of this config, with the compute dtype."""
+    def bert_config(self) -> BertConfig | MobileBertConfig:
+        """`BertConfig` or, with `model.arch = "mobilebert"`, a `MobileBertConfig`: the model
+        sizes of this config with the compute dtype."""
         m = self.config.model
-        fields = {f.name for f in dataclasses.fields(BertConfig)} - {"dtype"}
-        return BertConfig(**{k: v for k, v in m.items() if k in fields},
-                          dtype=jnp.dtype(m.dtype))
+        cls = MobileBertConfig if self.arch == "mobilebert" else BertConfig
+        fields = {f.name for f in dataclasses.fields(cls)} - {"dtype"}
+        return cls(**{k: v for k, v in m.items() if k in fields}, dtype=jnp.dtype(m.dtype))
 
     def model(self) -> nn.Module:
-        return BertForPreTraining(self.bert_config)
+        return self.archs[self.arch](self.bert_config)
+
+    def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
+        """MobileBERT's intra-block (bottleneck) width and word embedding: replicated (128)."""
+        return (("bottleneck", None),)
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         d = self.config.data

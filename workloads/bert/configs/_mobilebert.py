@@ -7,10 +7,18 @@ import ml_collections
 
 from workloads.bert.mobilebert import MOBILEBERT_OPT
 
+# The minis' encoder (`mobilebert_squad_mini`, `mobilebert_mini`): 2 blocks, inter-block width
+# 128 (the BERT mini's hidden size), bottleneck 32, embedding 32, 2 heads, 2 stacked FFNs of 128.
+MINI_SIZES = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=128, embedding_size=32, intra_bottleneck_size=32,
+                  num_feedforward_networks=2, hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0)
+
 
 def use_mobilebert(c: ml_collections.ConfigDict, **sizes: object) -> ml_collections.ConfigDict:
-    """`c` (a SQuAD config) with the MobileBERT encoder at the published sizes, or at `sizes`
-    where given (a mini or smoke model). Keys BERT's encoder does not have are added."""
+    """`c` (a SQuAD or pre-training config) with the MobileBERT encoder at the published
+    sizes, or at `sizes` where given (a mini or smoke model). Keys BERT's encoder does not
+    have are added."""
     c.model.arch = "mobilebert"
     c.model.update({k: v for k, v in MOBILEBERT_OPT.items() if k in c.model})
     for key, value in MOBILEBERT_OPT.items():

@@ -1,46 +1,63 @@
-"""Mini: a narrow MobileBERT fine-tuned on the SQuAD mini's extractive questions (Shakespeare).
+"""Mini: a narrow MobileBERT fine-tuned on the cross-lingual Multi30k extractive questions.
 
     tpubench run bert --config=mobilebert_squad_mini --workdir=DIR
     tpubench infer bert --config=mobilebert_squad_mini --scenario=SingleStream --mode=accuracy \\
         --params=DIR --workdir=INFER_DIR                     # served as MLPerf Mobile mobilebert
 
-Data, schedule and eval are `squad_mini`'s (this config starts from its `get_config()`, so a
-change to that mini's data carries over); only the encoder differs: MobileBERT's architecture
-(trigram embedding, bottlenecks, NoNorm, relu, stacked FFNs) at 2 blocks, inter-block width 128
-(as the BERT mini's hidden size), bottleneck 32, embedding 32, 2 heads, 2 stacked FFNs of 128,
-from random init (no MobileBERT pre-training run exists here). Target and its status: those of
-`squad_mini` (70.0, PROVISIONAL: never reached; see that config for the data and baselines).
+Data, schedule and eval are `squad_mini_multi30k`'s (this config starts from its
+`get_config()`, so a change to that mini's data carries over; see it for the data and the
+baselines); only the encoder differs: MobileBERT's architecture (trigram embedding,
+bottlenecks, NoNorm, relu, stacked FFNs) at 2 blocks, inter-block width 128 (as the BERT
+mini's hidden size), bottleneck 32, embedding 32, 2 heads, 2 stacked FFNs of 128, from random
+init. Target and its status: `squad_mini_multi30k`'s (85.0 F1, above its strongest rule
+baseline, char 3-gram overlap 83.47; the learned lexicon 97.96), PROVISIONAL: no MobileBERT
+run has reached it, nor the 83.47 baseline.
 
-Measured 2026-12-02 (the squad_mini data as of that day: 12,000 training questions, 1,000 eval
-questions of 4 held-out plays, seq 128; `tpubench run` as above), official F1 of the 1,000 eval
-questions at steps 250, 500, ..., 1,500:
-    seed 0: 47.48 48.18 47.18 47.84 47.80 47.48
-    seed 1: 46.92 47.60 47.63 47.59 47.80 47.36
-It plateaus by step 250 near F1 47.5: above the BERT mini fine-tuned from pre-training (about
-41, squad_mini's docstring) and the first- and last-speaker baselines (46.16, 45.55), below the
-most-frequent speaker (50.14) and far below the strongest baseline (speaker of the longest
-speech, 68.17): the task does not yet measure the model (squad_mini's open problem).
-Served (seed 0's checkpoint, step 1,500): `tpubench infer ... --scenario=SingleStream
---mode=accuracy` F1 47.476666666666674 over the 1,811 windows, equal to the run's last eval
-(LoadGen VALID); with `--quantize=int8 --calibration_samples=256` (int8 weights and
-activations, max calibration) F1 47.49333 against the float 47.47667 (24 kernels; parameter
-bytes 429,456 against 676,872). Cost: 1,500 steps in 277 s (seed 0) and 316 s (seed 1) after
-38 s / 10 s of init, at load average 9-13 on the shared 2-core machine (not a speed figure).
+Measured 2026-12-02e (seed 0; `tpubench run bert --config=mobilebert_squad_mini
+--config.eval.target_value=101 --workdir=DIR` plus the overrides named; official F1 of the
+1,000 eval questions at steps 500, 1,000, ...):
+  this config (random init, lr 1e-3, 4,000 steps):
+      35.16 34.51 33.59 58.12 65.68 71.88 70.22 72.11
+  lr 2e-3 over 8,000 steps (--config.optimizer.learning_rate=2e-3
+  --config.schedule.train_steps=8000 --config.schedule.warmup_steps=800
+  --config.run.max_train_samples=256000), stopped at step 4,500 for time:
+      35.25 34.41 35.75 35.53 43.47 60.88 70.67 71.36 71.63
+  from MobileBERT pre-training (--config.model.init_params=PRE, PRE a `bert
+  --config=mobilebert_mini` run, seed 0, 2,000 steps, masked-LM accuracy 0.1691; the BERT
+  mini's target 0.192 not reached), stopped at step 2,500 (no rise yet):
+      36.27 34.15 32.51 35.65 34.38
+  twice as wide (--config.model.hidden_size=256 --config.model.intra_bottleneck_size=64
+  --config.model.embedding_size=64 --config.model.intermediate_size=256):
+      35.08 36.08 34.66 55.88 65.12 70.91 73.44 74.33
+The F1 sits near 35 (between the first-caption baseline 29.28 and length match 59.24) until
+step ~1,500, climbs as the BERT mini's does (from pre-training: 85.94 at step 4,000), then
+levels off near 72: below the char 3-gram baseline (83.47). A higher rate over a longer
+schedule gives the same curve later; the Shakespeare pre-training (seq 16) delays the climb
+(the pre-trained BERT mini's curve is squad_mini_multi30k's; its random init is unmeasured);
+twice the width gains ~2 F1 (74.33 at step 4,000), still 9 below the baseline.
+Open: a longer run of the wide model, or distillation from the BERT mini (as MobileBERT itself
+was trained).
+Served (this config's seed-0 checkpoint, step 4,000): `tpubench infer ... --scenario=SingleStream
+--mode=accuracy` F1 72.10802758897114 over the 1,000 questions, equal to the run's last eval
+(LoadGen VALID; tests/test_mobilebert.py checks the equality on a cut-down run); with
+`--quantize=int8 --calibration_samples=256` (int8 weights and activations, max calibration, 24
+kernels; parameter bytes 691,600 against 939,016) F1 70.69262 against the float 72.10803 (the
+93% bar of the mobile suite, 67.06, met by both).
+Cost: this config's 4,000 steps took 573 s of training and 42 s of evals (223 examples/s)
+after 42 s of init and ~3 minutes of question conversion, at load average 10-17 on the shared
+2-core machine (not a speed figure); the wide model's took 1,157 s (111 examples/s).
 """
 
-from workloads.bert.configs import squad_mini
-from workloads.bert.configs._mobilebert import use_mobilebert
+from workloads.bert.configs import squad_mini_multi30k
+from workloads.bert.configs._mobilebert import MINI_SIZES, use_mobilebert
 
 
 def get_config():
     """The MobileBERT SQuAD mini config."""
-    c = squad_mini.get_config()
+    c = squad_mini_multi30k.get_config()
     vocab, positions = int(c.model.vocab_size), int(c.model.max_position_embeddings)
-    c = use_mobilebert(c, vocab_size=vocab, hidden_size=128, num_hidden_layers=2,
-                       num_attention_heads=2, intermediate_size=128,
-                       max_position_embeddings=positions, embedding_size=32,
-                       intra_bottleneck_size=32, num_feedforward_networks=2,
-                       hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    c = use_mobilebert(c, vocab_size=vocab, max_position_embeddings=positions, **MINI_SIZES)
     c.config_name = "mobilebert_squad_mini"
-    c.model.init_params = ""  # the BERT mini's pre-training run is not a MobileBERT encoder
+    c.model.init_params = ""  # random init (a `mobilebert_mini` run's workdir: see above)
+    c.eval.target_provisional = True  # no MobileBERT run has reached it (set here, not inherited)
     return c
