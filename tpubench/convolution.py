@@ -8,7 +8,7 @@ transposing fusions most of the 25% under batch norm's scope. As a matmul ([B*H*
 [C_in, C_out], a strided input sliced first) the whole ResNet-50 train step ran 1.7x faster
 (`benchmarks/cpu_gap.py`; figures and `benchmarks/conv_forms.py`'s per-shape timings in
 benchmarks/README.md, "The CPU gap"). A k x k convolution stays a lax convolution: its im2col
-+ matmul form was slower at stride 1.
++ matmul form was no faster at stride 1 (0.82-1.07x).
 
 The math is the same (the sums run in another order: float32 differences ~1e-6 relative).
 Accelerators keep `lax.conv_general_dilated` (what their compilers are tuned for; the matmul
