@@ -92,3 +92,13 @@ def test_resnet_loss_and_gradients_equal_across_impls():
     np.testing.assert_allclose(loss_m, loss_x, rtol=1e-6)
     for a, b in zip(jax.tree.leaves(g_m), jax.tree.leaves(g_x), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_conv_impl_is_a_closed_division_setting():
+    """How convolutions are computed may change in closed division; a bad value may not."""
+    assert config_lib.load("resnet", "full", {"model.conv_impl": "xla"}).is_mlperf
+    bad = config_lib.load("resnet", "full", {"model.conv_impl": "im2col"})
+    assert not bad.is_mlperf
+    assert any("model.conv_impl" in r for r in bad.submission.open_reasons)
+    # Other workloads have no such key and are not checked for it (bert's full config loads).
+    assert config_lib.load("bert", "full", {}).is_mlperf

@@ -117,8 +117,6 @@ HARNESS: dict[str, Tunable] = {
     "run.steps_per_dispatch": Tunable(_GRAPH),
     "run.scan_unroll": Tunable(_GRAPH),
     "run.cpu_max_steps_in_flight": Tunable(_GRAPH),
-    "model.conv_impl": Tunable(_GRAPH, _one_of("model.conv_impl", convolution.IMPLS,
-                                               "tpubench/convolution.py: the same convolution")),
     "model.dtype": Tunable(
         f"{RULES}, Numerical formats: \"CLOSED: The numerical formats fp64, fp32, tf32, fp16, "
         "bfloat16, int8, uint8, int4, and uint4 are pre-approved for use\"",
@@ -164,6 +162,8 @@ HARNESS: dict[str, Tunable] = {
 _RESNET = "resnet | lars/sgd | "
 WORKLOADS: dict[str, dict[str, Tunable]] = {
     "resnet": {
+        "model.conv_impl": Tunable(_GRAPH, _one_of("model.conv_impl", convolution.IMPLS,
+                                                   "tpubench/convolution.py: same convolution")),
         "data.uint8_pixels": Tunable(
             f"{RULES}, Numerical formats: \"CLOSED: The numerical formats [...] uint8 [...] are "
             "pre-approved for use\" (the resized pixels sent as uint8 and normalised on device, "
