@@ -31,6 +31,8 @@ import sys
 import time
 from functools import partial
 
+import step_worker
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLAG_SETS = {"default": "", "onednn": "--xla_cpu_use_onednn=true"}
 
@@ -136,14 +138,7 @@ def worker(kind: str, batch: int, image: int) -> None:
                 "tpubench_xla": partial(_tpubench_step, conv_impl="xla")}
     step, info = builders[kind](batch, image)
     step()  # first run (allocations), not timed
-    print(json.dumps({"ready": True, **info}), flush=True)
-    for line in sys.stdin:
-        times, loss = [], None
-        for _ in range(int(line)):
-            t = time.perf_counter()
-            loss = step()
-            times.append(time.perf_counter() - t)
-        print(json.dumps({"times": times, "loss": loss}), flush=True)
+    step_worker.serve(step, info)
 
 
 # ---- coordinator -------------------------------------------------------------------------------

@@ -15,10 +15,9 @@ request), with any Python that has torch:
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 
+import step_worker
 import torch
 from torch import nn
 
@@ -85,16 +84,8 @@ def main() -> None:
         return loss.detach().item()
 
     step()  # first step (allocations), not timed
-    print(json.dumps({"ready": True, "init_compile_s": time.perf_counter() - t,
-                      "torch": torch.__version__, "threads": torch.get_num_threads(),
-                      "params": n}), flush=True)
-    for line in sys.stdin:
-        times, loss = [], None
-        for _ in range(int(line)):
-            t = time.perf_counter()
-            loss = step()
-            times.append(time.perf_counter() - t)
-        print(json.dumps({"times": times, "loss": loss}), flush=True)
+    step_worker.serve(step, {"init_compile_s": time.perf_counter() - t, "params": n,
+                             "torch": torch.__version__, "threads": torch.get_num_threads()})
 
 
 if __name__ == "__main__":
