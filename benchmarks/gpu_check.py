@@ -11,13 +11,21 @@ Measures, and writes as JSON (after every section, so a timeout still leaves wha
     peak of the matmul unit that runs (`tpubench.chips`: bf16; TF32 for float32 on H200 unless
     `jax_default_matmul_precision` is "highest"). An MFU above 100% fails the check;
 (b) init + AOT compile time of each;
-(c) the ResNet mini's time to target through `tpubench.train.train_and_evaluate` when
+(c) BERT-large (the MLPerf full config: 24 x 1024, seq 512, bfloat16, random init) train
+    examples/s and MFU at `--bert_batch` (default 32), the same way;
+(d) ResNet-50 bfloat16 Offline inference throughput under the real LoadGen (`tpubench infer
+    resnet --config=full --config.data.source=synthetic --scenario=Offline`, quick profile,
+    random parameters on random images: a serving throughput, labelled NOT AN MLPERF RESULT),
+    when `mlperf_loadgen` is installed; without it the section is recorded as skipped;
+(e) the ResNet mini's time to target through `tpubench.train.train_and_evaluate` when
     scikit-learn (its digits dataset) is installed; without it, the same mini on synthetic data
     for a fixed budget (exercises the loop; no time to target).
 
-`--tiny` swaps ResNet-50 for the 2-stage smoke ResNet at batch 8 (the same code path). Needs
-jax, flax, optax, orbax, ml_collections, mlperf_logging; never tfds, LoadGen, libtpu or sklearn.
-Exit status 0 when every section ran and every MFU is in (0, 1], else 1.
+`--tiny` swaps ResNet-50 for the 2-stage smoke ResNet at batch 8 and BERT-large for the BERT
+smoke config (the same code paths). Needs jax, flax, optax, orbax, ml_collections,
+mlperf_logging; never tfds, libtpu or sklearn; LoadGen only for (d).
+Exit status 0 when every section ran (or was skipped for a missing optional module) and every
+MFU is in (0, 1], else 1.
 """
 
 from __future__ import annotations
@@ -99,6 +107,44 @@ def throughput(tiny: bool, steps: int, batch: int) -> list[dict]:
     return rows
 
 
+def bert(tiny: bool, steps: int, batch: int) -> dict:
+    import resnet_throughput
+
+    if tiny:
+        row = resnet_throughput.measure("smoke", {"data.global_batch_size": 8,
+                                                  "eval.batch_size": 8}, steps, workload="bert")
+    else:  # the MLPerf model from random init (the start checkpoint does not change speed)
+        row = resnet_throughput.measure("full", {
+            "data.global_batch_size": batch, "eval.batch_size": batch,
+            "model.init_checkpoint": ""}, steps, workload="bert")
+    row["mfu_ok"] = row["mfu"] is not None and 0.0 < row["mfu"] <= 1.0
+    print(f"  bert {row['config']} {row['dtype']} batch {row['batch']}: "
+          f"{row['examples_per_s']:.1f} sequences/s, step {1e3 * row['step_s']:.2f} ms, "
+          f"init+compile {row['init_compile_s']:.1f} s, MFU {100 * row['mfu']:.1f}% of "
+          f"{row['peak_gflops'] / 1e3:.1f} TFLOP/s", flush=True)
+    return row
+
+
+def offline(tiny: bool) -> dict:
+    if not _has("mlperf_loadgen"):
+        print("  skipped: mlperf_loadgen is not installed", flush=True)
+        return {"skipped": "mlperf_loadgen is not installed (pip install mlcommons-loadgen, or "
+                           "carry its wheel: benchmarks/README.md)"}
+    from tpubench.infer import cli
+
+    args = ["resnet", "--config=smoke" if tiny else "--config=full",
+            "--config.data.source=synthetic", "--scenario=Offline", "--profile=quick",
+            "--batch-sizes=1,8" if tiny else "--batch-sizes=1,64,256,512"]
+    if not tiny:
+        args.append("--config.model.dtype=bfloat16")
+    with tempfile.TemporaryDirectory() as tmp:
+        rc = cli.main(args + [f"--workdir={tmp}/offline"])
+        summary = json.loads((pathlib.Path(tmp) / "offline" / "summary.json").read_text())
+    keys = ("validity", "samples_per_s", "p50_latency_ms", "p90_latency_ms", "not_mlperf_reasons",
+            "invalid_reasons", "loadgen_version")
+    return {k: summary.get(k) for k in keys} | {"exit_status": rc, "command": " ".join(args)}
+
+
 def mini(tiny: bool) -> dict:
     from tpubench import config as config_lib
     from tpubench import train
@@ -127,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="gpu_check.json", help="where to write the JSON results")
     p.add_argument("--tiny", action="store_true", help="smoke-sized models (CPU, seconds)")
     p.add_argument("--batch", type=int, default=256, help="ResNet-50 global batch")
+    p.add_argument("--bert_batch", type=int, default=32, help="BERT-large global batch")
     p.add_argument("--steps", type=int, default=0, help="timed steps (default 20; tiny 3)")
     args = p.parse_args(argv)
     out = pathlib.Path(args.out)
@@ -134,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     result: dict[str, Any] = {"tiny": args.tiny, "ok": False, "errors": {}}
     sections = (("environment", environment), ("throughput", lambda: throughput(
-        args.tiny, steps, args.batch)), ("mini", lambda: mini(args.tiny)))
+        args.tiny, steps, args.batch)), ("bert", lambda: bert(args.tiny, steps, args.bert_batch)),
+        ("offline", lambda: offline(args.tiny)), ("mini", lambda: mini(args.tiny)))
     for name, fn in sections:
         print(f"[gpu_check] {name}", flush=True)
         try:
@@ -145,8 +193,11 @@ def main(argv: list[str] | None = None) -> int:
         result["elapsed_s"] = time.perf_counter() - start
         _write(result, out)
     rows = result.get("throughput") or []
+    served = result.get("offline") or {}
     result["ok"] = (not result["errors"] and len(rows) == 2
-                    and all(r["mfu_ok"] for r in rows) and "mini" in result)
+                    and all(r["mfu_ok"] for r in rows) and result["bert"]["mfu_ok"]
+                    and (served.get("validity") == "VALID" or "skipped" in served)
+                    and "mini" in result)
     _write(result, out)
     print(json.dumps(_clean(result), indent=1))
     return 0 if result["ok"] else 1

@@ -21,10 +21,12 @@ from tpubench import config as config_lib
 from tpubench import mesh as mesh_lib
 
 
-def measure(name: str, overrides: dict, steps_timed: int) -> dict:
-    """Compile `name`'s train step (synthetic data, K=1), run it `steps_timed` times after one
-    untimed run, and return the figures (median step time; MFU NaN if above 100%: a bug)."""
-    cfg = config_lib.load("resnet", name, {**overrides, "data.source": "synthetic",
+def measure(name: str, overrides: dict, steps_timed: int, workload: str = "resnet") -> dict:
+    """Compile `workload`'s `name` config's train step (synthetic data, K=1), run it
+    `steps_timed` times after one untimed run, and return the figures (median step time;
+    `examples_per_s` = `images_per_s` = batch / step time; MFU NaN if above 100%: a bug). Any
+    workload with synthetic data works (gpu_check measures BERT-large with it)."""
+    cfg = config_lib.load(workload, name, {**overrides, "data.source": "synthetic",
                                            "run.steps_per_dispatch": 1})
     w = registry.create(cfg)
     t = time.perf_counter()
@@ -46,12 +48,14 @@ def measure(name: str, overrides: dict, steps_timed: int) -> dict:
     peak = perf.peak_flops(devices, cfg.model.dtype)
     flops = compiled.flops_per_step
     loss = float(m["last_loss"])
-    return {"config": name, "dtype": cfg.model.dtype, "batch": cfg.data.global_batch_size,
-            "image": cfg.data.image_size, "device_kind": devices[0].device_kind,
+    return {"workload": workload, "config": name, "dtype": cfg.model.dtype,
+            "batch": cfg.data.global_batch_size, "image": cfg.data.get("image_size"),
+            "device_kind": devices[0].device_kind,
             "devices": len(devices), "chips": chips.chip_count(devices),
             "matmul_precision": perf.matmul_precision(), "init_compile_s": init_s,
             "step_s": step_s, "steps_timed": steps_timed,
-            "images_per_s": cfg.data.global_batch_size / step_s, "gflop_per_step": flops / 1e9,
+            "images_per_s": cfg.data.global_batch_size / step_s,
+            "examples_per_s": cfg.data.global_batch_size / step_s, "gflop_per_step": flops / 1e9,
             "mfu": perf.mfu(flops, 1, step_s, peak), "peak_gflops": peak / 1e9,
             "last_loss": loss if math.isfinite(loss) else None}
 

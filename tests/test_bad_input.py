@@ -243,3 +243,11 @@ def test_a_synthetic_run_checks_its_start_checkpoint_before_any_compute(tmp_path
                          f"--config.model.init_params={tmp_path / 'no_run'}",
                          f"--workdir={tmp_path / 'w'}")
     _assert_usage_error(proc, "init_params=", workdir=tmp_path / "w")
+
+
+def test_packed_rows_for_mobilebert_are_refused_before_any_compute(tmp_path):
+    """MobileBERT's pre-training heads take unpacked rows. Bites: without the check in
+    BertWorkload.check_data the run dies inside tracing (ValueError traceback, exit 1; seen)."""
+    proc = runs.tpubench("run", "bert", "--config=mobilebert_mini", "--config.data.packed=True",
+                         "--config.data.source=synthetic", f"--workdir={tmp_path / 'w'}")
+    _assert_usage_error(proc, "drop --config.data.packed=True", workdir=tmp_path / "w")

@@ -109,3 +109,36 @@ def test_accuracy_mode_every_response_equals_the_direct_prediction(tmp_path):
     assert abs(summary["accuracy"] - trained["final_quality"]) <= flips / 1000 + 1e-9
     assert summary["accuracy"] == pytest.approx(np.mean(responses == samples.labels))
     assert summary["accuracy"] > 0.5  # it has learned: 0.650 at step 250 (seed 0), chance 0.1
+
+
+def test_synthetic_samples_serve_offline_labelled_and_refuse_accuracy(tmp_path, capsys):
+    """`--config.data.source=synthetic`: the QSL holds `performance_sample_count` random images
+    in the fed format, the run is VALID and says why it is no result; accuracy mode is refused
+    before compute. Bites: dropping the `with_synthetic_samples` call -> the eval iterator's
+    'no host-side batches' bug message (exit 2 for both runs); dropping the `samples` reason ->
+    the reasons list."""
+    args = ["resnet", "--config=smoke", "--config.data.source=synthetic", "--scenario=Offline",
+            "--batch-sizes=1,8"]
+    assert cli.main(args + [f"--workdir={tmp_path / 'perf'}"]) == 0
+    summary = json.loads((tmp_path / "perf" / "summary.json").read_text())
+    assert summary["mlperf_result"] is False and summary["samples"] == "synthetic"
+    assert summary["not_mlperf_reasons"][0] == (
+        "synthetic samples (random inputs, not the benchmark's data)")
+    assert summary["samples_per_s"] > 0
+    capsys.readouterr()
+    assert cli.main(args + ["--mode=accuracy", f"--workdir={tmp_path / 'acc'}"]) == 2
+    assert "accuracy mode would measure nothing" in capsys.readouterr().err
+    assert not (tmp_path / "acc").exists()
+
+
+def test_synthetic_samples_match_the_served_input_format():
+    """Bites: images in the train pipeline's float32 where the full config feeds uint8 (or a
+    wrong count) -> the dtype/shape assertion."""
+    from tpubench import registry
+    from tpubench.infer.spec import inference_spec
+
+    w = registry.create(config_lib.load("resnet", "smoke", {"data.source": "synthetic"}))
+    samples = inference_spec(w).synthetic_samples(5)
+    spec = w.batch_spec(5, train=False)["inputs"]
+    assert samples.inputs.shape == spec.shape and samples.inputs.dtype == spec.dtype
+    assert samples.count == 5 and samples.labels.dtype == "int32"

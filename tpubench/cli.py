@@ -54,7 +54,8 @@ def _cmd_list(argv: list[str]) -> int:
         for cfg_name, cfg in configs.items():
             kind = "MLPerf closed" if cfg.is_mlperf else "not MLPerf"
             if cfg.eval.get("target_provisional", False):
-                kind += "; target provisional, not yet reached in a measured run"
+                kind += ("; target provisional: not reached by every measured run (its "
+                         "docstring says which)")
             op = ">=" if cfg.eval.higher_is_better else "<="
             several = cfg.eval.get("target_values") or {}
             target = (" and ".join(f"{k} {op} {v}" for k, v in several.items()) if several

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     from tpubench import config as config_lib
     from tpubench import registry
     from tpubench.infer.runner import DEFAULT_BATCH_SIZES, Engine, server_search
-    from tpubench.infer.spec import inference_spec
+    from tpubench.infer.spec import inference_spec, with_synthetic_samples
 
     check_args(args)
     cfg = config_lib.load(args.workload, args.config, overrides)
@@ -115,6 +115,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     compile_cache.enable(cfg)  # before the first compile (--config.run.compile_cache=false: off)
     workload = registry.create(cfg)
     spec = inference_spec(workload)
+    if cfg.data.get("source") == "synthetic":  # throughput without the dataset
+        spec = with_synthetic_samples(spec, args.mode)
     if spec.scenarios and args.scenario.value not in spec.scenarios:
         raise UsageError(f"{spec.mlperf_name} has no {args.scenario.value} scenario in MLPerf "
                          f"Inference v0.7; pass --scenario={'|'.join(spec.scenarios)}.")
@@ -141,6 +143,8 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
         batch_sizes = list(spec.batch_sizes or DEFAULT_BATCH_SIZES)
     info = {"workload": args.workload, "config": cfg.get("config_name", args.config),
             "params": source, "quantize": args.quantize}
+    if cfg.data.get("source") == "synthetic":
+        info["samples"] = "synthetic"
     if quantization:
         info["quantization"] = quantization
     engine = Engine.prepare(spec, params, model_state, batch_sizes, info)

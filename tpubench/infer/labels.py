@@ -18,9 +18,12 @@ MLPERF_PROFILE = "v0.7"
 
 
 def not_mlperf_reasons(profile: str, benchmark_model_and_data: bool, config: str,
-                       params_source: str, mlperf_name: str) -> list[str]:
-    """Why a run is not an MLPerf Inference v0.7 result (empty: it is one)."""
+                       params_source: str, mlperf_name: str, samples: str = "") -> list[str]:
+    """Why a run is not an MLPerf Inference v0.7 result (empty: it is one). `samples`:
+    "synthetic" when the QSL holds random samples (`data.source=synthetic`)."""
     reasons = []
+    if samples == "synthetic":
+        reasons.append("synthetic samples (random inputs, not the benchmark's data)")
     if profile != MLPERF_PROFILE:
         reasons.append(f"the {profile!r} profile (not the v0.7 durations, query counts and "
                        "seeds)")

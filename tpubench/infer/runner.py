@@ -203,7 +203,7 @@ class Engine:
         reasons = labels.not_mlperf_reasons(
             settings.profile, self.spec.benchmark_model_and_data,
             str(self.info.get("config", "?")), str(self.info.get("params", "")),
-            self.spec.mlperf_name,
+            self.spec.mlperf_name, str(self.info.get("samples", "")),
         )
         summary: dict[str, Any] = {
             **labels.label_fields(self.spec.mlperf_name, reasons),

@@ -96,6 +96,10 @@ class InferenceSpec:
         `apply`'s input format, the calibration set of `--quantize=int8
         --calibration_samples=n` (`tpubench.infer.quantize`); None: the benchmark cannot be
         calibrated (activations stay float).
+      synthetic_samples: optional host-side `(n) -> Samples`: n random samples in `apply`'s
+        input format (labels meaningless), served when the config's `data.source` is
+        "synthetic" (performance mode only: `with_synthetic_samples`), so a user can measure
+        serving throughput without the dataset; None: the benchmark needs its data.
       measure_reference: optional `(params, model_state) -> quality` on the same data without
         LoadGen (the training run's own eval); the accuracy check is then `quality_fraction`
         of this measured value, which is how a mini model on small data is judged.
@@ -113,6 +117,7 @@ class InferenceSpec:
     performance_sample_count: int = 1024
     measure_reference: Callable[[PyTree, PyTree], float] | None = None
     calibration_inputs: Callable[[int], PyTree] | None = None
+    synthetic_samples: Callable[[int], Samples] | None = None
     benchmark_model_and_data: bool = False
     batch_sizes: tuple[int, ...] | None = None
     length_buckets: tuple[int, ...] = ()
@@ -134,6 +139,25 @@ _SPECS = {
     "unet3d": "workloads.unet3d.inference:unet3d_inference_spec",
     "deeplab": "workloads.deeplab.inference:deeplab_inference_spec",
 }
+
+
+def with_synthetic_samples(spec: InferenceSpec, mode: str) -> InferenceSpec:
+    """The spec serving `spec.synthetic_samples(performance_sample_count)` instead of its data:
+    never an MLPerf result (`benchmark_model_and_data` False), no accuracy, no calibration set.
+    `UsageError` (before any compute) in accuracy mode or when the spec has no synthetic
+    samples."""
+    if spec.synthetic_samples is None:
+        raise UsageError(f"{spec.mlperf_name} cannot serve synthetic samples (its InferenceSpec "
+                         "has no synthetic_samples; resnet's has). Serve real data: drop "
+                         "--config.data.source=synthetic (e.g. --config=mini).")
+    if mode != "performance":
+        raise UsageError("Synthetic samples have random labels, so accuracy mode would measure "
+                         "nothing: pass --mode=performance, or serve real data (drop "
+                         "--config.data.source=synthetic).")
+    make = spec.synthetic_samples
+    return dataclasses.replace(
+        spec, load_samples=lambda: make(spec.performance_sample_count),
+        benchmark_model_and_data=False, measure_reference=None, calibration_inputs=None)
 
 
 def accuracy_variant(config: Any, variants: dict[str, float], benchmark: str) -> tuple[str, float]:

@@ -372,6 +372,9 @@ class BertWorkload(Workload):
                 f"Unknown --config.optimizer.name={c.optimizer.name!r} for bert; use one of "
                 f"{OPTIMIZERS}."
             )
+        if c.model.get("arch", "bert") == "mobilebert" and _per_row(c):
+            raise UsageError("MobileBERT takes unpacked rows (its pre-training heads pool one "
+                             "[CLS] a row): drop --config.data.packed=True for arch=mobilebert.")
         super().check_data()
         if c.model.init_checkpoint:
             prefix = self._checkpoint_prefix()

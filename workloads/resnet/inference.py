@@ -14,6 +14,7 @@ import numpy as np
 
 from tpubench.infer.spec import (
     InferenceSpec,
+    Samples,
     first_train_samples,
     labelled_eval_samples,
     training_eval_quality,
@@ -63,7 +64,16 @@ def resnet_inference_spec(workload: Any) -> InferenceSpec:
             lambda p, s: training_eval_quality(workload, p, s)
         ),
         calibration_inputs=lambda n: first_train_samples(workload, n, "inputs"),
+        synthetic_samples=lambda n: synthetic_samples(workload, n),
     )
+
+
+def synthetic_samples(workload: Any, count: int) -> Samples:
+    """`count` random images in the fed format (`synthetic_batch`, seed 0), label 0 each."""
+    import jax
+
+    images = workload.synthetic_batch(jax.random.key(0), count)["inputs"]
+    return Samples(np.asarray(images), np.zeros(count, np.int32))
 
 
 def is_mobilenet_edgetpu_benchmark(config: Any) -> bool:
