@@ -1,7 +1,8 @@
 """Batch-norm probe for the SSD minis: is a low eval mAP the weights or the running statistics?
 
     python benchmarks/ssd_bn_probe.py mobilenet_v2_mini 125 model.bn_momentum=0.999
-    python benchmarks/ssd_bn_probe.py mobilenet_v1_mini /tmp/ssd_runs/v1_s0  # a run's weights
+    # a run's weights (that run: the v1 mini at its former width 0.25)
+    python benchmarks/ssd_bn_probe.py mobilenet_v1_mini /tmp/ssd_runs/v1_s0 model.width=0.25
 
 Trains CONFIG for STEPS steps with the harness's own train step (`tpubench.steps`), init
 (`PRNGKey(run.seed)`, as the engine) and train canvases (not bit for bit a harness run's
