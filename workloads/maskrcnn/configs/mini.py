@@ -22,7 +22,7 @@ below; the BBOX 0.006 / SEGM 0.000 of the earlier run were an early stop (step 1
 
 Target: BBOX 0.53 AND SEGM 0.54, PROVISIONAL: one seed measured ((e) below, seed 1: BBOX .5701 /
 SEGM .5726 at step 1,500, +.094 / +.074 over the strongest baseline, 0.4763 / 0.4982); seed 0 of
-this config was started in session 2026-12-02f and not finished (CHANGELOG). This config since
+this config ((f) below) was stopped unfinished at the session's end. This config since
 (e): FPN and mask head 64 wide (`model.fpn_channels`, `model.mask_convs`; 32 before) and the lr
 0.02 phase to step 1,250 (`schedule.decay_steps` (1250, 1450); (1000, 1250) before).
 (e) (session 2026-12-02f, issue 13) Seed 1, this config, all 500 eval canvases:
@@ -50,6 +50,14 @@ where (d) has decayed and (e) has not); it falls again after (e)'s decay at 1,25
 (d) stays at .215 after its decay). Our reading (one seed, the two changes not separated): the
 width buys BBOX, the longer lr-0.02 phase before the decay buys SEGM. Wall time: 1,500 steps
 in 2,993 s of training at a load average of 7-12 (not a speed figure).
+
+(f) Seed 0, this config, an eval every 250 steps on all 500 canvases (the command of (e) with
+    `--config.run.seed=0`), UNFINISHED at the session's end (stopped after the step-750 eval):
+    step              250    500    750
+    (f) BBOX         .084   .271   .388
+    (f) SEGM         .093   .293   .415
+    (c) BBOX         .080   .260   .361   (seed 0: mask x4, 32 wide, decay at 1,000)
+    (c) SEGM         .087   .266   .376
 
 Before (e) (sessions 2026-12-02b to e): no run had passed the SEGM baseline of the 500 eval
 canvases (0.4982) by a margin, and seed 1 ((d) below) ended under it. Measured
