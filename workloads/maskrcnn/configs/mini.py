@@ -52,12 +52,12 @@ width buys BBOX, the longer lr-0.02 phase before the decay buys SEGM. Wall time:
 in 2,993 s of training at a load average of 7-12 (not a speed figure).
 
 (f) Seed 0, this config, an eval every 250 steps on all 500 canvases (the command of (e) with
-    `--config.run.seed=0`), UNFINISHED at the session's end (stopped after the step-750 eval):
-    step              250    500    750
-    (f) BBOX         .084   .271   .388
-    (f) SEGM         .093   .293   .415
-    (c) BBOX         .080   .260   .361   (seed 0: mask x4, 32 wide, decay at 1,000)
-    (c) SEGM         .087   .266   .376
+    `--config.run.seed=0`), UNFINISHED at the session's end (stopped after the step-1,250 eval):
+    step              250    500    750  1,000  1,250
+    (f) BBOX         .084   .271   .388   .448   .463
+    (f) SEGM         .093   .293   .415   .463   .471
+    (c) BBOX         .080   .260   .361   .440   .500   (seed 0: mask x4, 32 wide, decay at 1,000)
+    (c) SEGM         .087   .266   .376   .453   .499
 
 Before (e) (sessions 2026-12-02b to e): no run had passed the SEGM baseline of the 500 eval
 canvases (0.4982) by a margin, and seed 1 ((d) below) ended under it. Measured
