@@ -20,9 +20,9 @@ ground truth as detections (28 x 28 box cells as masks), the eval scored BBOX 1.
 (first 100 eval canvases); with the aligned paste SEGM 0.9988. That bug cost about 0.14 SEGM
 below; the BBOX 0.006 / SEGM 0.000 of the earlier run were an early stop (step 125).
 
-Target: BBOX 0.53 AND SEGM 0.54, PROVISIONAL: one seed measured ((e) below, seed 1: BBOX .5701 /
-SEGM .5726 at step 1,500, +.094 / +.074 over the strongest baseline, 0.4763 / 0.4982); seed 0 of
-this config ((f) below) was stopped unfinished at the session's end. This config since
+Target: BBOX 0.53 AND SEGM 0.53 (+.054 / +.032 over the strongest baseline, 0.4763 / 0.4982),
+reached by two seeds, both only at step 1,500 (the budget's last eval: no eval of slack): seed 1
+BBOX .5701 / SEGM .5726 ((e) below), seed 0 .5505 / .5438 ((f) below). This config since
 (e): FPN and mask head 64 wide (`model.fpn_channels`, `model.mask_convs`; 32 before) and the lr
 0.02 phase to step 1,250 (`schedule.decay_steps` (1250, 1450); (1000, 1250) before).
 (e) (session 2026-12-02f, issue 13) Seed 1, this config, all 500 eval canvases:
@@ -52,10 +52,10 @@ width buys BBOX, the longer lr-0.02 phase before the decay buys SEGM. Wall time:
 in 2,993 s of training at a load average of 7-12 (not a speed figure).
 
 (f) Seed 0, this config, an eval every 250 steps on all 500 canvases (the command of (e) with
-    `--config.run.seed=0`), UNFINISHED at the session's end (stopped after the step-1,250 eval):
-    step              250    500    750  1,000  1,250
-    (f) BBOX         .084   .271   .388   .448   .463
-    (f) SEGM         .093   .293   .415   .463   .471
+    `--config.run.seed=0`), to its budget:
+    step              250    500    750  1,000  1,250  1,500
+    (f) BBOX         .084   .271   .388   .448   .463   .550
+    (f) SEGM         .093   .293   .415   .463   .471   .544
     (c) BBOX         .080   .260   .361   .440   .500   (seed 0: mask x4, 32 wide, decay at 1,000)
     (c) SEGM         .087   .266   .376   .453   .499
 
@@ -174,9 +174,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.eval.max_per_class = 20
     c.eval.max_detections = 20
     c.eval.mask_paste = "aligned"  # the reference's paste is half a pixel off: 1-2 px strokes
-    c.eval.target_values = ml_collections.ConfigDict({"BBOX": 0.53, "SEGM": 0.54})
+    c.eval.target_values = ml_collections.ConfigDict({"BBOX": 0.53, "SEGM": 0.53})
     c.eval.target_value = c.eval.target_values.BBOX
-    c.eval.target_provisional = True  # one seed measured ((e) above)
+    c.eval.target_provisional = False  # seeds 1 and 0 ((e), (f) above) reach it at step 1,500
     c.eval.every_samples = 250 * c.data.global_batch_size  # every 250 steps, as measured
     c.run.max_train_samples = 1500 * c.data.global_batch_size
     c.run.steps_per_dispatch = 1
