@@ -118,9 +118,9 @@ def test_list_shows_every_workload_and_config_with_its_target(capsys):
             assert kind == (("MLPerf closed" if c.is_mlperf else "not MLPerf")
                             + (provisional if c.eval.target_provisional else ""))
     assert listed["resnet"]["full"][1] == "top1_accuracy >= 0.759"
-    # A mini whose target some measured run missed says so (Mask R-CNN's, not ResNet's).
-    assert listed["maskrcnn"]["mini"][2].endswith("target provisional: not reached by every "
-                                                  "measured run (its docstring says which)")
+    # A mini whose target some measured run missed says so (MiniGo's `mini`, not ResNet's).
+    assert listed["minigo"]["mini"][2].endswith("target provisional: not reached by every "
+                                                "measured run (its docstring says which)")
     assert listed["resnet"]["mini"][2] == "not MLPerf"
     # A several-metric target lists every threshold (Mask R-CNN: box AND mask AP).
     assert listed["maskrcnn"]["full"][1] == "BBOX >= 0.377 and SEGM >= 0.339"
