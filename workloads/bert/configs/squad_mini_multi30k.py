@@ -64,8 +64,9 @@ still rising when the rate reaches zero).
 2026-12-02f, longer schedules, seed 1 (same PRE; `--config.run.seed=1` plus the overrides
 named, target 85.0 kept: a run stops at it), F1 at steps 500, 1,000, ...:
   8,000 steps, lr 1e-3 (--config.schedule.train_steps=8000 --config.schedule.warmup_steps=800
-  --config.run.max_train_samples=256000), stopped (SIGTERM) at step 5,875 for time:
-      46.62 52.02 55.60 58.74 58.91 66.08 75.67 76.41 78.01 78.01 76.29
+  --config.run.max_train_samples=256000; SIGTERM at step 5,875, resumed by the same command):
+      46.62 52.02 55.60 58.74 58.91 66.08 75.67 76.41 78.01 78.01 76.29 77.73 77.24 76.76 77.57
+      77.72
   6,000 steps, lr 2e-3 (--config.optimizer.learning_rate=2e-3 --config.schedule.train_steps=6000
   --config.schedule.warmup_steps=600 --config.run.max_train_samples=192000):
       46.53 48.93 50.43 50.90 53.08 51.67 53.69 56.60 57.96 65.95 74.65 78.38
@@ -74,7 +75,8 @@ named, target 85.0 kept: a run stops at it), F1 at steps 500, 1,000, ...:
       77.86
 None reaches 83.47, let alone 85.0. At lr 1e-3 over 8,000 steps seed 1 takes the slow mode
 again (train loss 1.31 / span accuracy 0.16 at step 2,000, 0.75 / 0.38 at 5,500, means over
-500 steps) and its F1 levels off at 76-78 from step 4,000 on, with half the rate still to go.
+500 steps) and its F1 levels off at 76-78 from step 4,000 to the end (77.72 at 8,000), with
+half the rate still to go at step 4,000.
 At lr 2e-3 over 6,000 steps it keeps the plateau and climbs sharply once the decaying rate is
 down to ~5-7e-4 (span accuracy 0.21 at step 4,000, 0.29 at 4,500, then F1 +20 in 1,500
 steps), as seed 2 did at lr 1e-3 (after step 2,000, rate 5e-4). At lr 2e-3 over 8,000 steps it
@@ -93,8 +95,8 @@ Cost: the 4,000-step run took 1,457 s from run start to the last eval (train 1,3
 minutes from process start (the conversion of the 29,000 questions, init 35 s, compile);
 2026-12-02e: 1,590 s (seed 1; train 1,500 s, evals 90 s), 1,277 s (lr 2e-3; train 1,205 s,
 evals 72 s) at load average 11-18, 1,019 s (seed 2; train 967 s, evals 52 s) at 9-12, 830 s
-(random init; train 779 s) at 8-9. 2026-12-02f, seed 1: 8,000 steps at lr 1e-3, 1,491 s on
-the clock to step 5,875 (load 8-12); 6,000 at 2e-3, train 1,324 s, evals 75 s (load 6-8);
+(random init; train 779 s) at 8-9. 2026-12-02f, seed 1: 8,000 steps at lr 1e-3, train
+1,832 s, evals 108 s (load 6-12); 6,000 at 2e-3, train 1,324 s, evals 75 s (load 6-8);
 8,000 at 2e-3, train 1,726 s, evals 90 s (load 6-9).
 """
 
