@@ -51,6 +51,9 @@ after 42 s of init and ~3 minutes of question conversion, at load average 10-17 
 from workloads.bert.configs import squad_mini_multi30k
 from workloads.bert.configs._mobilebert import MINI_SIZES, use_mobilebert
 
+STEPS = 4000
+BATCH = 32
+
 
 def get_config():
     """The MobileBERT SQuAD mini config."""
@@ -59,5 +62,15 @@ def get_config():
     c = use_mobilebert(c, vocab_size=vocab, max_position_embeddings=positions, **MINI_SIZES)
     c.config_name = "mobilebert_squad_mini"
     c.model.init_params = ""  # random init (a `mobilebert_mini` run's workdir: see above)
+    # The schedule, pinned here (measured with these; squad_mini_multi30k's may change).
+    c.optimizer.learning_rate = 1e-3
+    c.schedule.train_steps = STEPS
+    c.schedule.warmup_steps = STEPS // 10
+    c.run.max_train_samples = STEPS * BATCH
+    c.data.global_batch_size = BATCH
+    c.eval.every_samples = 500 * BATCH
+    # Distillation (workloads/bert/distill.py) when --config.model.distill.teacher is given.
+    c.model.distill.temperature = 2.0
+    c.model.distill.alpha = 0.5
     c.eval.target_provisional = True  # no MobileBERT run has reached it (set here, not inherited)
     return c
