@@ -320,9 +320,11 @@ def test_soft_loss_is_the_hand_computed_kl_and_mixes_with_alpha():
 
 def _student(squad_dir, teacher_dir, **overrides):
     return _json_workload(squad_dir, name="mobilebert_squad_smoke",
-                          **{"model.distill.teacher": str(teacher_dir), **overrides})
+                          **{"model.distill.teacher": str(teacher_dir),
+                             "model.distill.temperature": 2.0, **overrides})
 
 
+@pytest.mark.slow
 def test_alpha_zero_is_the_plain_span_loss_exactly(trained_smoke, squad_dir):
     """mobilebert_squad_smoke distilled from the trained squad_smoke run: with alpha = 0 the
     loss of a training batch equals the undistilled workload's loss on the same params
@@ -351,6 +353,7 @@ def test_alpha_zero_is_the_plain_span_loss_exactly(trained_smoke, squad_dir):
     assert float(loss5) == pytest.approx(0.5 * float(hard) + 0.5 * float(soft), rel=1e-5)
 
 
+@pytest.mark.slow
 def test_distilled_run_keeps_the_teacher_frozen_and_serves_without_it(trained_smoke, squad_dir,
                                                                       tmp_path):
     """Two training steps of the distilled student through `train_and_evaluate`: the teacher in

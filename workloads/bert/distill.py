@@ -49,17 +49,20 @@ def teacher_dir(config: ml_collections.ConfigDict) -> str:
 
 
 def teacher_config(run_dir: str) -> ml_collections.ConfigDict:
-    """The config the teacher run's summary.json names (`bert` workload)."""
+    """The config the teacher run's summary.json names (`bert` workload), on the data source
+    the run read (the summary's `data_source`)."""
     from tpubench import config as config_lib
 
     path = os.path.join(run_dir, results.SUMMARY_NAME)
     try:
         with open(path) as f:
-            name = json.load(f)["config"]
+            summary = json.load(f)
+        name, source = summary["config"], summary["data_source"]
     except (OSError, ValueError, KeyError) as e:
         raise UsageError(f"distill.teacher={run_dir!r}: no readable {results.SUMMARY_NAME} "
                          f"naming its config ({type(e).__name__}). {HINT}") from e
-    return config_lib.load("bert", name)
+    # The summary names the config, not the run's overrides; its data source it records.
+    return config_lib.load("bert", name, {"data.source": source})
 
 
 def _get(c: ml_collections.ConfigDict, dotted: str) -> Any:
