@@ -89,7 +89,7 @@ def check(config: ml_collections.ConfigDict, teacher: Any) -> None:
             raise UsageError(f"distill.teacher={run_dir!r}: its {key} is {_get(tc, key)!r} "
                              f"({tc.config_name}), this config's {_get(config, key)!r}. {HINT}")
     pretrained.check_all(run_dir, jax.eval_shape(teacher._random_params, jax.random.key(0)),
-                         HINT)
+                         HINT, "distill.teacher")
 
 
 def teacher_params(teacher: Any, run_dir: str) -> Any:

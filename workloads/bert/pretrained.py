@@ -33,11 +33,11 @@ HINT = ("--config.model.init_params takes the --workdir of a finished `tpubench 
         "--config=mini` (pre-training) run.")
 
 
-def _state_dir(run_dir: str, hint: str = HINT) -> str:
+def _state_dir(run_dir: str, hint: str = HINT, key: str = "init_params") -> str:
     run_dir = os.path.expanduser(run_dir)
     step = checkpoint.latest_step(run_dir) if os.path.isdir(run_dir) else None
     if step is None:
-        raise UsageError(f"{run_dir!r}: no checkpoint under "
+        raise UsageError(f"{key}={run_dir!r}: no checkpoint under "
                          f"{os.path.join(run_dir, checkpoint.CHECKPOINT_DIR)}. {hint}")
     return os.path.abspath(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR, str(step), "state"))
 
@@ -46,14 +46,15 @@ def _is_encoder(path: tuple[str, ...]) -> bool:
     return path[0] == ENCODER[0] or path[0].startswith(ENCODER[1])
 
 
-def _shapes(run_dir: str, hint: str = HINT) -> dict[tuple[str, ...], tuple[int, ...]]:
+def _shapes(run_dir: str, hint: str = HINT,
+            key: str = "init_params") -> dict[tuple[str, ...], tuple[int, ...]]:
     """Path -> shape of every parameter in the checkpoint, from its metadata only."""
-    meta = ocp.StandardCheckpointer().metadata(_state_dir(run_dir, hint))
+    meta = ocp.StandardCheckpointer().metadata(_state_dir(run_dir, hint, key))
     tree = getattr(meta, "item_metadata", meta)
     tree = getattr(tree, "tree", tree)
     params = tree.get("params") if hasattr(tree, "get") else None
     if not params:
-        raise UsageError(f"{run_dir!r}: its checkpoint holds no params. {hint}")
+        raise UsageError(f"{key}={run_dir!r}: its checkpoint holds no params. {hint}")
     return {p: tuple(m.shape) for p, m in traverse_util.flatten_dict(params).items()}
 
 
@@ -77,10 +78,11 @@ def check(run_dir: str, params_like: Any) -> None:
                              "run's).")
 
 
-def check_all(run_dir: str, params_like: Any, hint: str) -> None:
+def check_all(run_dir: str, params_like: Any, hint: str, key: str) -> None:
     """`UsageError` (ending with `hint`) unless `run_dir`'s checkpoint holds exactly the
-    parameters of `params_like` (abstract), same paths and shapes."""
-    have = _shapes(run_dir, hint)
+    parameters of `params_like` (abstract), same paths and shapes; `key` names the config key
+    in the message."""
+    have = _shapes(run_dir, hint, key)
     want = {p: tuple(x.shape) for p, x in
             traverse_util.flatten_dict(nn.unbox(params_like)).items()}
     for path in sorted(set(have) ^ set(want)):
