@@ -75,7 +75,10 @@ def restore(
 def restore_variables(workdir: str | os.PathLike, workload: Any) -> tuple[Any, Any]:
     """(params, model_state) of a run's latest checkpoint, on the default device, for inference.
 
-    Rebuilds the abstract train state from `workload` so the tree structure matches exactly.
+    Rebuilds the abstract train state from `workload` so the tree structure matches exactly,
+    but for top-level model-state entries the checkpoint holds and `workload` does not (a
+    distillation run's frozen teacher, `workloads/bert/distill.py`, served without it): those
+    are read and dropped.
     """
     from tpubench import steps  # local import: steps imports optax/flax models
 
@@ -85,8 +88,31 @@ def restore_variables(workdir: str | os.PathLike, workload: Any) -> tuple[Any, A
             "--workdir of a finished training run."
         )
     abstract = steps.abstract_state(workload)
+    extra = _extra_model_state(workdir, abstract.model_state)
+    if extra:
+        abstract = abstract.replace(model_state={**abstract.model_state, **extra})
     device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
     shardings = jax.tree.map(lambda _: device, abstract)
     with manager(workdir) as mgr:
         state, _ = restore(mgr, abstract, shardings)
-    return state.params, state.model_state
+    model_state = state.model_state
+    if extra:
+        model_state = {k: v for k, v in model_state.items() if k not in extra}
+    return state.params, model_state
+
+
+def _extra_model_state(workdir: str | os.PathLike, model_state: Any) -> dict[str, Any]:
+    """Abstract values (from the metadata) of the latest checkpoint's top-level model-state
+    entries that `model_state` (a dict) lacks."""
+    if not isinstance(model_state, dict):
+        return {}
+    path = os.path.join(os.path.abspath(os.fspath(workdir)), CHECKPOINT_DIR,
+                        str(latest_step(workdir)), "state")
+    meta = ocp.StandardCheckpointer().metadata(path)
+    tree = getattr(meta, "item_metadata", meta)
+    tree = getattr(tree, "tree", tree)
+    saved = tree.get("model_state") if hasattr(tree, "get") else None
+    if not isinstance(saved, dict):
+        return {}
+    return {k: jax.tree.map(lambda m: jax.ShapeDtypeStruct(tuple(m.shape), m.dtype), v)
+            for k, v in saved.items() if k not in model_state}

@@ -8,7 +8,8 @@ dropped and a new head (SQuAD's `qa_outputs`) keeps its random init. An embeddin
 new model may have more rows than the checkpoint's (a longer sequence, a vocabulary extended
 after the pre-training one): the checkpoint's rows come first, the rest keep their random init.
 Any other shape difference is a `UsageError`, found from the checkpoint's metadata before any
-compute (`check`).
+compute (`check`). `check_all` / `restore_all` read every parameter of a run (a fine-tuned
+SQuAD run, head included: a distillation teacher, `distill.py`), shapes exact.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ HINT = ("--config.model.init_params takes the --workdir of a finished `tpubench 
         "--config=mini` (pre-training) run.")
 
 
-def _state_dir(run_dir: str) -> str:
+def _state_dir(run_dir: str, hint: str = HINT, key: str = "init_params") -> str:
     run_dir = os.path.expanduser(run_dir)
     step = checkpoint.latest_step(run_dir) if os.path.isdir(run_dir) else None
     if step is None:
-        raise UsageError(f"init_params={run_dir!r}: no checkpoint under "
-                         f"{os.path.join(run_dir, checkpoint.CHECKPOINT_DIR)}. {HINT}")
+        raise UsageError(f"{key}={run_dir!r}: no checkpoint under "
+                         f"{os.path.join(run_dir, checkpoint.CHECKPOINT_DIR)}. {hint}")
     return os.path.abspath(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR, str(step), "state"))
 
 
@@ -45,23 +46,23 @@ def _is_encoder(path: tuple[str, ...]) -> bool:
     return path[0] == ENCODER[0] or path[0].startswith(ENCODER[1])
 
 
-def _encoder_shapes(run_dir: str) -> dict[tuple[str, ...], tuple[int, ...]]:
-    """Path -> shape of every encoder parameter in the checkpoint, from its metadata only."""
-    meta = ocp.StandardCheckpointer().metadata(_state_dir(run_dir))
+def _shapes(run_dir: str, hint: str = HINT,
+            key: str = "init_params") -> dict[tuple[str, ...], tuple[int, ...]]:
+    """Path -> shape of every parameter in the checkpoint, from its metadata only."""
+    meta = ocp.StandardCheckpointer().metadata(_state_dir(run_dir, hint, key))
     tree = getattr(meta, "item_metadata", meta)
     tree = getattr(tree, "tree", tree)
     params = tree.get("params") if hasattr(tree, "get") else None
     if not params:
-        raise UsageError(f"init_params={run_dir!r}: its checkpoint holds no params. {HINT}")
-    flat = traverse_util.flatten_dict(params)
-    return {p: tuple(m.shape) for p, m in flat.items() if _is_encoder(p)}
+        raise UsageError(f"{key}={run_dir!r}: its checkpoint holds no params. {hint}")
+    return {p: tuple(m.shape) for p, m in traverse_util.flatten_dict(params).items()}
 
 
 def check(run_dir: str, params_like: Any) -> None:
     """`UsageError` unless `run_dir`'s checkpoint has an encoder that fits `params_like` (the
     fine-tuning model's params, abstract): every encoder leaf of the model present, same
     shapes but for extra rows of `EXTENDABLE` tables."""
-    have = _encoder_shapes(run_dir)
+    have = _shapes(run_dir)
     want = {p: tuple(x.shape) for p, x in
             traverse_util.flatten_dict(nn.unbox(params_like)).items() if _is_encoder(p)}
     for path, shape in want.items():
@@ -77,11 +78,52 @@ def check(run_dir: str, params_like: Any) -> None:
                              "run's).")
 
 
-def load_encoder(run_dir: str) -> dict[tuple[str, ...], np.ndarray]:
-    """Path -> value of every encoder parameter of `run_dir`'s latest checkpoint (host)."""
+def check_all(run_dir: str, params_like: Any, hint: str, key: str) -> None:
+    """`UsageError` (ending with `hint`) unless `run_dir`'s checkpoint holds exactly the
+    parameters of `params_like` (abstract), same paths and shapes; `key` names the config key
+    in the message."""
+    have = _shapes(run_dir, hint, key)
+    want = {p: tuple(x.shape) for p, x in
+            traverse_util.flatten_dict(nn.unbox(params_like)).items()}
+    for path in sorted(set(have) ^ set(want)):
+        where = "this model" if path in want else "the checkpoint"
+        raise UsageError(f"{run_dir!r}: {'/'.join(path)} is only in {where}. {hint}")
+    for path, shape in want.items():
+        if have[path] != shape:
+            raise UsageError(f"{run_dir!r}: {'/'.join(path)} has shape {have[path]} in the "
+                             f"checkpoint, {shape} in this model. {hint}")
+
+
+def _load(run_dir: str) -> dict[tuple[str, ...], np.ndarray]:
     restored = ocp.StandardCheckpointer().restore(_state_dir(run_dir))
     flat = traverse_util.flatten_dict(restored["params"])
-    return {p: np.asarray(v, np.float32) for p, v in flat.items() if _is_encoder(p)}
+    return {p: np.asarray(v, np.float32) for p, v in flat.items()}
+
+
+def load_encoder(run_dir: str) -> dict[tuple[str, ...], np.ndarray]:
+    """Path -> value of every encoder parameter of `run_dir`'s latest checkpoint (host)."""
+    return {p: v for p, v in _load(run_dir).items() if _is_encoder(p)}
+
+
+def restore_all(like: Any, run_dir: str) -> Any:
+    """Every parameter of `run_dir`'s latest checkpoint, in the tree (and the `nn.Partitioned`
+    boxes) of `like` (the model's params, abstract or not); read by a host callback, so this
+    traces. Shapes as `check_all` checked them."""
+    flat_like = traverse_util.flatten_dict(like)
+    # The boxes' values as they are: unboxing abstract values under a mesh (the engine's init)
+    # would put sharding constraints on them.
+    flat = {p: b.value if isinstance(b, nn.Partitioned) else b for p, b in flat_like.items()}
+    shapes = {"/".join(p): jax.ShapeDtypeStruct(v.shape, jnp.float32) for p, v in flat.items()}
+
+    def load() -> dict[str, np.ndarray]:
+        return {"/".join(p): v for p, v in _load(run_dir).items()}
+
+    values = jax.pure_callback(load, shapes)
+    out = {}
+    for p, box in flat_like.items():
+        value = values["/".join(p)].astype(flat[p].dtype)
+        out[p] = box.replace_boxed(value) if isinstance(box, nn.Partitioned) else value
+    return traverse_util.unflatten_dict(out)
 
 
 def restore_encoder(boxed: Any, run_dir: str) -> Any:

@@ -21,7 +21,9 @@ reference's `vocab.txt` beside the checkpoint). `model.init_checkpoint` starts f
 checkpoint: a pre-training one (encoder only; the head starts random) or, with
 `model.init_checkpoint_has_squad_head`, a SQuAD fine-tuned one (encoder and head).
 `model.init_params` starts from a `tpubench run bert` pre-training run's workdir instead
-(encoder only, `pretrained.py`).
+(encoder only, `pretrained.py`). `model.distill.teacher` (a fine-tuned SQuAD run's workdir)
+mixes the teacher's soft start/end logits into the loss (`distill.py`); its frozen params ride
+in the model state, eval and serving use the student alone.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ from tpubench import data, paths
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource, tfds_builder
-from tpubench.workload import Batch, PyTree
+from tpubench.workload import Batch, PyTree, Workload
 from workloads.bert import (
+    distill,
     multi30k_qa,
     pretrained,
     shakespeare,
@@ -173,7 +176,16 @@ class BertSquadWorkload(BertWorkload):
             params = self._restore(params)
         if self.config.model.get("init_params"):
             params = pretrained.restore_encoder(params, self.config.model.init_params)
-        return params, {}
+        if self.teacher is None:
+            return params, {}
+        return params, {"teacher": distill.teacher_params(self.teacher,
+                                                          distill.teacher_dir(self.config))}
+
+    @functools.cached_property
+    def teacher(self) -> BertSquadWorkload | None:
+        """The distillation teacher's workload (`model.distill.teacher`'s config), or None."""
+        run_dir = distill.teacher_dir(self.config)
+        return BertWorkload(distill.teacher_config(run_dir)) if run_dir else None
 
     def _restore(self, boxed: PyTree) -> PyTree:
         """The checkpoint's encoder (and head, with `init_checkpoint_has_squad_head`) replace
@@ -217,7 +229,15 @@ class BertSquadWorkload(BertWorkload):
         total = (start_loss + end_loss) / 2.0
         hits = ((jnp.argmax(start, -1) == batch["start_positions"])
                 & (jnp.argmax(end, -1) == batch["end_positions"]))
-        return total, (model_state, {"loss": total, "span_accuracy": hits.mean()})
+        metrics = {"loss": total, "span_accuracy": hits.mean()}
+        if self.teacher is not None:
+            teacher = self.teacher._logits(model_state["teacher"], batch, train=False)
+            d = self.config.model.distill
+            metrics["span_loss"] = total
+            total, metrics["distill_loss"] = distill.mixed_loss(
+                total, (start, end), teacher, float(d.temperature), float(d.alpha))
+            metrics["loss"] = total
+        return total, (model_state, metrics)
 
     def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> EvalOutput:
         """Per feature: its start and end logits (the host turns them into answers) and the
@@ -267,6 +287,8 @@ class BertSquadWorkload(BertWorkload):
                                  "--config.model.init_checkpoint (a TF checkpoint), not both.")
             pretrained.check(c.model.init_params,
                              jax.eval_shape(self._random_params, jax.random.key(0)))
+        if self.teacher is not None:
+            distill.check(c, self.teacher)
         if c.data.source not in ("synthetic", *MINI_SOURCES):
             vocab = self.vocab_path()
             if not os.path.isfile(vocab):
@@ -343,6 +365,10 @@ class BertSquadWorkload(BertWorkload):
             "start_positions": start,
             "end_positions": start + jax.random.randint(k_len, (batch_size,), 0, 4, jnp.int32),
         }
+
+    # The eval batch of the synthetic source is the train one cut to the eval spec (the
+    # pre-training workload's own builds masked-LM rows, which this model does not read).
+    synthetic_eval_batch = Workload.synthetic_eval_batch
 
     def mllog_hyperparameters(self) -> dict[str, Any]:
         c = self.config

@@ -18,6 +18,10 @@ def squad_base_config() -> ml_collections.ConfigDict:
     c.model.init_checkpoint_has_squad_head = False  # True: a SQuAD fine-tuned checkpoint
     # Or the --workdir of a `tpubench run bert` pre-training run (its encoder; "" = none).
     c.model.init_params = ""
+    # Task distillation (workloads/bert/distill.py): the --workdir of a fine-tuned SQuAD run
+    # ("" = none), the softmax temperature, the weight of the teacher's term (1 - alpha: the
+    # span loss).
+    c.model.distill = ml_collections.ConfigDict(dict(teacher="", temperature=1.0, alpha=0.5))
     c.data.max_seq_length = 384
     c.data.doc_stride = 128
     c.data.max_query_length = 64
