@@ -1,7 +1,7 @@
 """Mask R-CNN R-50-FPN (MLPerf `maskrcnn`): the full model checked abstractly, the reference's
 schedule and optimizer groups, the backbone converter, a shrunk full config through the harness
-(two-metric eval_accuracy, the official checker) and bad input. No mini-to-target test yet: the
-mini reaches its targets only at its 1,500-step budget (~40-50 min here; configs/mini.py)."""
+(two-metric eval_accuracy, the official checker), bad input, and (extended: ~40-50 min) the
+mini run to both targets, reached at its 1,500-step budget's last eval (configs/mini.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import runs
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import registry, train
+from tpubench import mllog, registry, train
 from tpubench.errors import UsageError
 from workloads.maskrcnn import optim
 
@@ -231,3 +231,29 @@ def test_shrunk_full_config_runs_one_step_and_logs_what_the_checker_wants(tmp_pa
     assert len(acc) == 1 and set(acc[0]["value"]) == {"BBOX", "SEGM"}
     assert "epoch_num" in acc[0]["metadata"]
     runs.assert_log_fails_only_quality(tmp_path / "run" / "mlperf_log.txt", "0.377")
+
+
+# Seed 0's curve, run (f) of configs/mini.py: all 500 eval canvases, an eval every 250 steps.
+MINI_SEED0 = {"BBOX": (.084, .271, .388, .448, .463, .550),
+              "SEGM": (.093, .293, .415, .463, .471, .544)}
+
+
+@pytest.mark.slow
+@pytest.mark.extended  # ~40-50 min on the loaded 2-core machine (2,993 s for run (e) at load 7-12)
+def test_mini_reaches_both_targets_at_its_last_eval(tmp_path):
+    """The mini as configured (seed 0) reaches BBOX 0.53 AND SEGM 0.53 on the 500 held-out
+    canvases at step 1,500, its budget's last eval, and no earlier: the measured curve (f) of
+    configs/mini.py, above the strongest trivial segmenter (ink components + nearest glyph:
+    BBOX 0.4763, SEGM 0.4982). Bites (measured, by earlier runs of the same code): the decays
+    back at 1,000 / 1,250 or the 32-wide FPN and mask head (seed 1: SEGM .493 at step 1,500,
+    under the target: status aborted); the mask loss unweighted (SEGM .428 at step 1,349)."""
+    cfg = config_lib.load("maskrcnn", "mini", {})
+    s = train.train_and_evaluate(cfg, tmp_path / "run")
+    h = s["quality_history"]
+    assert s["status"] == "success" and s["steps"] == 1500, h
+    for metric, curve in MINI_SEED0.items():
+        got = [e["qualities"][metric] for e in h]
+        assert got == pytest.approx(curve, abs=0.02), (metric, got)
+        assert got[-1] >= 0.53 and all(q < 0.53 for q in got[:-1]), (metric, got)
+    result = mllog.check_compliance(tmp_path / "run" / "mlperf_log.txt")
+    assert result.valid, result.output  # open division: the mini's own targets
