@@ -222,7 +222,7 @@ def _run(ctx: RunContext, step: int) -> dict:
     remainders = cadence.remainder_sizes(step)
     if c.eval.get("target_provisional", False):
         _say(f"[{ctx.workload.name}/{c.config_name}] note: this config's target is provisional: "
-             "no measured run has reached it yet (the config's docstring says what was measured)")
+             "not every measured run has reached it (the config's docstring says which)")
     _say(f"[{ctx.workload.name}/{c.config_name}] init: mesh {dict(ctx.mesh.shape)}, "
          f"{c.run.parallelism}; compiling the train dispatch (K={cadence.steps_per_dispatch} steps"
          + (f"; and {len(remainders)} remainder size(s) {list(remainders)}" if remainders else "")
