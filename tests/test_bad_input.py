@@ -251,3 +251,11 @@ def test_packed_rows_for_mobilebert_are_refused_before_any_compute(tmp_path):
     proc = runs.tpubench("run", "bert", "--config=mobilebert_mini", "--config.data.packed=True",
                          "--config.data.source=synthetic", f"--workdir={tmp_path / 'w'}")
     _assert_usage_error(proc, "drop --config.data.packed=True", workdir=tmp_path / "w")
+
+
+def test_an_end_learning_rate_at_or_above_the_peak_is_refused_before_any_compute(tmp_path):
+    """schedule.end_learning_rate (the floor of bert's decay) must be >= 0 and below the peak.
+    Bites: without the check in BertWorkload.check_data the run trains on a rising schedule."""
+    proc = runs.tpubench("run", "bert", "--config=smoke", "--config.schedule.end_learning_rate=1.0",
+                         f"--workdir={tmp_path / 'w'}")
+    _assert_usage_error(proc, "end_learning_rate=1.0", workdir=tmp_path / "w")

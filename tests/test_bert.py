@@ -187,6 +187,30 @@ def test_full_config_learning_rate_follows_the_reference_schedule():
     assert float(w.learning_rate(560)) == 0.0
 
 
+def test_end_learning_rate_is_the_floor_the_decay_reaches_and_keeps():
+    """TF's polynomial_decay: (peak - end) * (1 - step / train_steps) ** power + end, held at
+    `end` after train_steps; warmup unchanged (to the peak). Bites: the floor added on top of the
+    decay (peak * (...) ** power + end: 1.11e-3 at step 100), or the step not clamped at
+    train_steps (4.75e-4 at step 1,500 with power 2)."""
+    w = BertWorkload(_config("smoke", **{
+        "optimizer.learning_rate": 1e-3, "schedule.end_learning_rate": 3e-4,
+        "schedule.warmup_steps": 100, "schedule.train_steps": 1000,
+        "schedule.decay_power": 2.0}))
+    got = [float(w.learning_rate(s)) for s in (50, 100, 500, 1000, 1500)]
+    want = [1e-3 * 50 / 100, 7e-4 * 0.9 ** 2 + 3e-4, 7e-4 * 0.5 ** 2 + 3e-4, 3e-4, 3e-4]
+    assert got == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("end", [-1e-4, 1e-3, 2e-3, float("nan")])
+def test_end_learning_rate_outside_zero_to_the_peak_is_a_usage_error(end):
+    """Checked before compute (check_data). Bites: no check (a floor at or above the peak makes
+    the "decay" a rise), or one that lets the peak itself through."""
+    w = BertWorkload(_config("smoke", **{"optimizer.learning_rate": 1e-3,
+                                         "schedule.end_learning_rate": end}))
+    with pytest.raises(UsageError, match="schedule.end_learning_rate"):
+        w.check_data()
+
+
 def test_full_config_evaluates_from_3m_samples_every_500k():
     c = _config("full")
     cadence = train.Cadence.from_config(c, c.data.train_samples)

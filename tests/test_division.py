@@ -69,6 +69,7 @@ def test_tunables_the_rules_allow_keep_the_run_closed(workload, config, override
     ("bert", "eval.target_value", 0.5),
     ("bert", "model.num_hidden_layers", 12),
     ("bert", "model.init_checkpoint", "other/ckpt"),
+    ("bert", "schedule.end_learning_rate", 1e-4),  # the reference decays to 0
     ("dlrm", "model.embedding_dim", 64),
     ("dlrm", "eval.samples", 1000),
     ("transformer", "model.num_layers", 2),

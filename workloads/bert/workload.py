@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -313,12 +314,14 @@ class BertWorkload(Workload):
 
     def learning_rate(self, step: int | jax.Array) -> jax.Array:
         """The reference schedule (MLPerf `optimization.py`): linear warmup over
-        `warmup_steps` counted from `start_warmup_step`, else polynomial decay to 0 at
-        `train_steps` counted from step 0."""
+        `warmup_steps` counted from `start_warmup_step`, else polynomial decay to
+        `end_learning_rate` (the reference: 0) at `train_steps` counted from step 0, held after
+        it: TF's polynomial_decay, (peak - end) * (1 - step / train_steps) ** power + end."""
         c = self.config
         step = jnp.asarray(step, jnp.float32)
         done = jnp.minimum(step, c.schedule.train_steps) / c.schedule.train_steps
-        decayed = c.optimizer.learning_rate * (1.0 - done) ** c.schedule.decay_power
+        end = c.schedule.end_learning_rate
+        decayed = (c.optimizer.learning_rate - end) * (1.0 - done) ** c.schedule.decay_power + end
         if not c.schedule.warmup_steps:
             return decayed
         warm_step = step - c.schedule.start_warmup_step
@@ -372,6 +375,13 @@ class BertWorkload(Workload):
                 f"Unknown --config.optimizer.name={c.optimizer.name!r} for bert; use one of "
                 f"{OPTIMIZERS}."
             )
+        end, peak = c.schedule.end_learning_rate, c.optimizer.learning_rate
+        if (not isinstance(end, (int, float)) or isinstance(end, bool) or not math.isfinite(end)
+                or end < 0 or (end and end >= peak)):
+            raise UsageError(
+                f"--config.schedule.end_learning_rate={end!r}: the value the decay reaches must "
+                f"be a number >= 0 and below the peak --config.optimizer.learning_rate={peak!r} "
+                "(0: the reference's decay to zero).")
         if c.model.get("arch", "bert") == "mobilebert" and _per_row(c):
             raise UsageError("MobileBERT takes unpacked rows (its pre-training heads pool one "
                              "[CLS] a row): drop --config.data.packed=True for arch=mobilebert.")

@@ -51,6 +51,9 @@ def bert_base_config() -> ml_collections.ConfigDict:
     c.optimizer.weight_decay = 0.01
     c.schedule.warmup_steps = 0
     c.schedule.start_warmup_step = 0
-    c.schedule.train_steps = 1000  # opt_learning_rate_training_steps: LR reaches 0 here
+    c.schedule.train_steps = 1000  # opt_learning_rate_training_steps: LR reaches its end here
     c.schedule.decay_power = 1.0
+    # The value the decay reaches at train_steps and keeps after it (the reference's
+    # optimization.py polynomial_decay end_learning_rate: 0, so closed division keeps 0).
+    c.schedule.end_learning_rate = 0.0
     return c

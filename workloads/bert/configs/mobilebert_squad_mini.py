@@ -95,6 +95,7 @@ def get_config():
     c.optimizer.learning_rate = 1e-3
     c.schedule.train_steps = STEPS
     c.schedule.warmup_steps = STEPS // 10
+    c.schedule.end_learning_rate = 0.0
     c.run.max_train_samples = STEPS * BATCH
     c.data.global_batch_size = BATCH
     c.eval.every_samples = 500 * BATCH
