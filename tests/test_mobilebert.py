@@ -229,6 +229,29 @@ def test_served_as_mobilebert_singlestream_only(shared_data_dir, tmp_path, capsy
     assert "--scenario=SingleStream" in err and not (tmp_path / "out").exists()
 
 
+def test_mini_fits_its_teacher_for_layer_transfer():
+    """mobilebert_squad_mini's pinned distillation (T 2.0, alpha 0.5, feature and attention
+    transfer at weight 1.0; target 85.0, not provisional) fits its teacher's config
+    (squad_mini_multi30k, the BERT mini: 2 layers, hidden 128, 2 heads): `layer_transfer.check`
+    passes, block i maps to layer i; a student of 3 blocks or 64 wide is refused. Bites (tried):
+    the check comparing `intermediate_size` for the width (UsageError on the pinned config)."""
+    from workloads.bert import layer_transfer
+
+    c = config_lib.load("bert", "mobilebert_squad_mini")
+    teacher = config_lib.load("bert", "squad_mini_multi30k")
+    d = c.model.distill
+    assert (d.temperature, d.alpha, d.feature_weight, d.attention_weight) == (2.0, 0.5, 1.0, 1.0)
+    assert (c.eval.target_value, c.eval.target_provisional) == (85.0, False)
+    assert (c.model.hidden_size, c.model.embedding_size, c.model.num_hidden_layers) == (128, 128, 2)
+    layer_transfer.check(c, teacher)
+    assert layer_transfer.layer_pairs(c.model.num_hidden_layers,
+                                      teacher.model.num_hidden_layers) == [(0, 0), (1, 1)]
+    for key, value in (("num_hidden_layers", 3), ("hidden_size", 64)):
+        bad = config_lib.load("bert", "mobilebert_squad_mini", {f"model.{key}": value})
+        with pytest.raises(UsageError):
+            layer_transfer.check(bad, teacher)
+
+
 SMALL = {"data.train_questions": 64, "data.eval_questions": 40, "run.max_train_samples": 64,
          "eval.every_samples": 64, "run.steps_per_dispatch": 1}
 
@@ -304,7 +327,8 @@ def test_mobilebert_mini_pretraining_run_initialises_the_squad_mini(shared_data_
         "eval.every_samples": 256, "run.steps_per_dispatch": 1}), tmp_path / "pre")
     assert pre["steps"] == 2
     w = _workload("mobilebert_squad_mini", **{"model.init_params": str(tmp_path / "pre"),
-                                              "data.dir": str(shared_data_dir)})
+                                              "data.dir": str(shared_data_dir),
+                                              "model.embedding_size": 32})  # mobilebert_mini's
     w.check_data()
     params = traverse_util.flatten_dict(nn.unbox(jax.jit(w.init)(jax.random.key(0))[0]))
     loaded = pretrained.load_encoder(str(tmp_path / "pre"))

@@ -354,6 +354,73 @@ def test_alpha_zero_is_the_plain_span_loss_exactly(trained_smoke, squad_dir):
     assert float(loss5) == pytest.approx(0.5 * float(hard) + 0.5 * float(soft), rel=1e-5)
 
 
+def _masked_mean(x, mask):
+    return np.sum(x * mask) / np.sum(mask)
+
+
+@pytest.mark.slow
+def test_layer_transfer_adds_the_feature_and_attention_terms(trained_smoke, squad_dir):
+    """mobilebert_squad_smoke distilled from the trained squad_smoke run (both 2 layers, 32
+    wide, 2 heads) with feature_weight 0.7 and attention_weight 0.3: the loss of a training
+    batch is the logit-distilled loss (weights 0, same params and rng) + 0.7 x the mean over
+    block/layer pairs (0, 0), (1, 1) of the squared error of the block outputs over features
+    and real tokens + 0.3 x that of KL(teacher || student) of the attention rows over heads and
+    real queries, computed here in numpy from the models' sown intermediates (layer 1's output
+    bias shifted in both, so that the layers differ), which are checked against the models:
+    the last sown output through each span head gives its logits, the attention rows sum to 1,
+    the teacher's are 0 on padded keys. Bites (tried): the layer map swapped (block 1 to layer
+    0, block 0 to layer 1: feature term 1.587 against 2.087; without the shifts it moved by
+    2e-5 and passed)."""
+    from flax import traverse_util
+
+    teacher_dir, _ = trained_smoke
+
+    def shifted(tree, path, by):
+        flat = traverse_util.flatten_dict(tree)
+        flat[path] = flat[path] + by
+        return traverse_util.unflatten_dict(flat)
+
+    w0 = _student(squad_dir, teacher_dir)
+    wl = _student(squad_dir, teacher_dir, **{"model.distill.feature_weight": 0.7,
+                                             "model.distill.attention_weight": 0.3})
+    params, state = jax.jit(lambda r: nn.unbox(w0.init(r)))(jax.random.key(0))
+    # Layer 1's outputs shifted on both sides (at init, and in the 1-step teacher, the two
+    # layers' outputs are nearly equal: a swapped layer map moved the term by 2e-5 only).
+    params = shifted(params, ("layer_1", "output_norm", "bias"), -0.5)
+    teacher_params = shifted(state["teacher"], ("layer_1", "output_layer_norm", "bias"), 1.0)
+    state = {"teacher": teacher_params}
+    batch = {k: v[:4] for k, v in w0.train_arrays.items()}
+    mask = batch["input_mask"].astype(np.float64)
+    assert 0 < mask.sum() < mask.size  # padding present
+    rng = jax.random.key(1)
+    base, (_, m0) = jax.jit(w0.loss)(params, state, batch, rng)
+    loss, (_, m) = jax.jit(wl.loss)(params, state, batch, rng)
+    assert "feature_loss" not in m0 and float(m["distill_loss"]) == float(m0["distill_loss"])
+    inter = {}
+    for name, w, p, train in (("s", w0, params, True), ("t", w0.teacher, teacher_params, False)):
+        (start, end), got = w._logits(p, batch, train=train, rng=rng if train else None,
+                                      capture=True)
+        head = p["qa_outputs"]
+        logits = np.asarray(got["layer_1"]["hidden"][0]) @ head["kernel"] + head["bias"]
+        np.testing.assert_allclose(logits, np.stack([start, end], -1), rtol=1e-4, atol=1e-5)
+        inter[name] = [(np.asarray(got[f"layer_{i}"]["hidden"][0], np.float64),
+                        np.asarray(got[f"layer_{i}"]["attention"]["attention_weights"][0],
+                                   np.float64)) for i in range(2)]
+        np.testing.assert_allclose(inter[name][0][1].sum(-1), 1.0, rtol=1e-5)
+    padded = np.broadcast_to(mask[:, None, None, :], inter["t"][0][1].shape) == 0
+    assert np.all(inter["t"][0][1][padded] < 1e-30)
+    feature = attention = 0.0
+    for (s_h, s_a), (t_h, t_a) in zip(inter["s"], inter["t"], strict=True):
+        feature += _masked_mean(np.mean((s_h - t_h) ** 2, -1), mask) / 2
+        kl = np.sum(np.where(t_a > 0, t_a * (np.log(np.maximum(t_a, 1e-300)) - np.log(s_a)),
+                             0.0), -1)
+        attention += _masked_mean(kl.mean(1), mask) / 2
+    assert feature > 0.01 and attention > 0.001
+    assert float(m["feature_loss"]) == pytest.approx(feature, rel=1e-4)
+    assert float(m["attention_loss"]) == pytest.approx(attention, rel=1e-4)
+    assert float(loss) == pytest.approx(float(base) + 0.7 * feature + 0.3 * attention, rel=1e-5)
+
+
 @pytest.mark.slow
 def test_distilled_run_keeps_the_teacher_frozen_and_serves_without_it(trained_smoke, squad_dir,
                                                                       tmp_path):
@@ -394,12 +461,14 @@ def test_distilled_run_keeps_the_teacher_frozen_and_serves_without_it(trained_sm
     ("vocab", r"its model.vocab_size is 64 \(squad_smoke\), this config's 96"),
     ("shapes", "is only in"),
     ("alpha", r"alpha=1.5 must be in \[0, 1\]"),
+    ("heads", "student's 4 heads are not the teacher's 2"),
 ])
 def test_bad_teacher_is_a_usage_error_before_compute(trained_smoke, squad_dir, tmp_path, case,
                                                      match):
     """A teacher dir without a run, a teacher on another vocabulary, one whose checkpoint is not
     its named config's model (a squad_smoke checkpoint under a summary naming
-    mobilebert_squad_smoke), alpha outside [0, 1]: `train_and_evaluate` stops with a
+    mobilebert_squad_smoke), alpha outside [0, 1], attention transfer between unequal head
+    counts (`layer_transfer.check`): `train_and_evaluate` stops with a
     UsageError, nothing written to the run's workdir. Bites (tried): `distill.check` not
     called from check_data (vocab, shapes, alpha: no UsageError; the missing run still fails
     when check_data builds the teacher's workload)."""
@@ -421,6 +490,8 @@ def test_bad_teacher_is_a_usage_error_before_compute(trained_smoke, squad_dir, t
         (fake / "summary.json").write_text(json.dumps({**summary,
                                                        "config": "mobilebert_squad_smoke"}))
         overrides["model.distill.teacher"] = str(fake)
+    elif case == "heads":
+        overrides.update({"model.num_attention_heads": 4, "model.distill.attention_weight": 1.0})
     else:
         overrides["model.distill.alpha"] = 1.5
     cfg = config_lib.load("bert", "mobilebert_squad_smoke", overrides)

@@ -191,6 +191,7 @@ class Attention(nn.Module):
         m = mask[:, None, None, :].astype(scores.dtype)
         scores = scores * m - 6.0 * (1.0 - m)
         probs = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(c.dtype)
+        self.sow("intermediates", "attention_weights", probs)  # as flax's, layer_transfer.py
         probs = nn.Dropout(c.attention_probs_dropout_prob)(probs, deterministic=deterministic)
         context = jnp.einsum("bhqk,bkhd->bqhd", probs, v)
         return HeadDense(c, c.intra_bottleneck_size, "bottleneck", False, name="out")(context)
@@ -223,6 +224,7 @@ class Block(nn.Module):
         y = _dense(c, c.hidden_size, ("bottleneck", "embed"), "output_bottleneck")(h)
         y = nn.Dropout(c.hidden_dropout_prob)(y, deterministic=deterministic)
         y = _norm(c, "embed", "output_norm")(y + x)
+        self.sow("intermediates", "hidden", y)  # the block's output (layer_transfer.py)
         return nn.with_logical_constraint(y, ("batch", "length", "embed"))
 
 

@@ -151,7 +151,7 @@ class SelfAttention(nn.Module):
         out = nn.dot_product_attention(
             q, k, v, bias=bias, dropout_rng=dropout_rng,
             dropout_rate=c.attention_probs_dropout_prob, deterministic=deterministic,
-            dtype=c.dtype,
+            dtype=c.dtype, module=self,  # sows `attention_weights` (layer_transfer.py)
         )
         return HeadProjection(c, to_heads=False, name="out")(out)
 
@@ -177,6 +177,7 @@ class EncoderLayer(nn.Module):
             kernel_init=_kernel_init(c, ("mlp", "embed")), bias_init=_zeros(("embed",)),
         )(h)
         x = _layer_norm(c, "output_layer_norm")(x + drop(h, deterministic=deterministic))
+        self.sow("intermediates", "hidden", x)  # the layer's output (layer_transfer.py)
         return nn.with_logical_constraint(x, ("batch", "length", "embed"))
 
 

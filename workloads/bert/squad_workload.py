@@ -22,8 +22,10 @@ checkpoint: a pre-training one (encoder only; the head starts random) or, with
 `model.init_checkpoint_has_squad_head`, a SQuAD fine-tuned one (encoder and head).
 `model.init_params` starts from a `tpubench run bert` pre-training run's workdir instead
 (encoder only, `pretrained.py`). `model.distill.teacher` (a fine-tuned SQuAD run's workdir)
-mixes the teacher's soft start/end logits into the loss (`distill.py`); its frozen params ride
-in the model state, eval and serving use the student alone.
+mixes the teacher's soft start/end logits into the loss (`distill.py`), and with
+`model.distill.feature_weight` / `attention_weight` its layers' outputs and attention maps
+(`layer_transfer.py`); its frozen params ride in the model state, eval and serving use the
+student alone.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from tpubench.sources import DataSource, tfds_builder
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.bert import (
     distill,
+    layer_transfer,
     multi30k_qa,
     pretrained,
     shakespeare,
@@ -157,10 +160,17 @@ class BertSquadWorkload(BertWorkload):
             spec["mask"] = jax.ShapeDtypeStruct((batch_size,), jnp.float32)
         return spec
 
-    def _logits(self, params: PyTree, batch: Batch, train: bool, rng: jax.Array | None = None):
+    def _logits(self, params: PyTree, batch: Batch, train: bool, rng: jax.Array | None = None,
+                capture: bool = False):
+        """(start, end) logits; with `capture`, ((start, end), the layers' `intermediates`:
+        outputs and attention probabilities, `layer_transfer.py`)."""
         rngs = {"dropout": rng} if rng is not None else None
-        return self.model().apply({"params": params}, batch["input_ids"], batch["input_mask"],
-                                  batch["segment_ids"], train=train, rngs=rngs)
+        args = (batch["input_ids"], batch["input_mask"], batch["segment_ids"])
+        if not capture:
+            return self.model().apply({"params": params}, *args, train=train, rngs=rngs)
+        out, state = self.model().apply({"params": params}, *args, train=train, rngs=rngs,
+                                        mutable=["intermediates"])
+        return out, state["intermediates"]
 
     def _random_params(self, rng: jax.Array) -> PyTree:
         spec = self.batch_spec(1, train=False)
@@ -221,7 +231,10 @@ class BertSquadWorkload(BertWorkload):
         return traverse_util.unflatten_dict(flat_boxed)
 
     def loss(self, params: PyTree, model_state: PyTree, batch: Batch, rng: jax.Array):
-        start, end = self._logits(params, batch, train=True, rng=rng)
+        feature_weight, attention_weight = layer_transfer.weights(self.config)
+        layered = self.teacher is not None and (feature_weight > 0 or attention_weight > 0)
+        out = self._logits(params, batch, train=True, rng=rng, capture=layered)
+        (start, end), inter = out if layered else (out, None)
         start_loss = optax.softmax_cross_entropy_with_integer_labels(
             start, batch["start_positions"]).mean()
         end_loss = optax.softmax_cross_entropy_with_integer_labels(
@@ -231,11 +244,22 @@ class BertSquadWorkload(BertWorkload):
                 & (jnp.argmax(end, -1) == batch["end_positions"]))
         metrics = {"loss": total, "span_accuracy": hits.mean()}
         if self.teacher is not None:
-            teacher = self.teacher._logits(model_state["teacher"], batch, train=False)
+            out = self.teacher._logits(model_state["teacher"], batch, train=False,
+                                       capture=layered)
+            teacher, t_inter = out if layered else (out, None)
             d = self.config.model.distill
             metrics["span_loss"] = total
             total, metrics["distill_loss"] = distill.mixed_loss(
                 total, (start, end), teacher, float(d.temperature), float(d.alpha))
+            if layered:
+                pairs = layer_transfer.layer_pairs(
+                    int(self.config.model.num_hidden_layers),
+                    int(self.teacher.config.model.num_hidden_layers))
+                extra, terms = layer_transfer.transfer_loss(
+                    inter, t_inter, batch["input_mask"], pairs, feature_weight,
+                    attention_weight)
+                total = total + extra
+                metrics.update(terms)
             metrics["loss"] = total
         return total, (model_state, metrics)
 
@@ -289,6 +313,7 @@ class BertSquadWorkload(BertWorkload):
                              jax.eval_shape(self._random_params, jax.random.key(0)))
         if self.teacher is not None:
             distill.check(c, self.teacher)
+        layer_transfer.check(c, self.teacher.config if self.teacher is not None else None)
         if c.data.source not in ("synthetic", *MINI_SOURCES):
             vocab = self.vocab_path()
             if not os.path.isfile(vocab):

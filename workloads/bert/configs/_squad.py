@@ -20,8 +20,10 @@ def squad_base_config() -> ml_collections.ConfigDict:
     c.model.init_params = ""
     # Task distillation (workloads/bert/distill.py): the --workdir of a fine-tuned SQuAD run
     # ("" = none), the softmax temperature, the weight of the teacher's term (1 - alpha: the
-    # span loss).
-    c.model.distill = ml_collections.ConfigDict(dict(teacher="", temperature=1.0, alpha=0.5))
+    # span loss); the weights of the layer-wise transfer terms (layer_transfer.py: feature
+    # maps, attention maps; 0 = off).
+    c.model.distill = ml_collections.ConfigDict(dict(
+        teacher="", temperature=1.0, alpha=0.5, feature_weight=0.0, attention_weight=0.0))
     c.data.max_seq_length = 384
     c.data.doc_stride = 128
     c.data.max_query_length = 64
