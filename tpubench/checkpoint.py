@@ -101,6 +101,14 @@ def restore_variables(workdir: str | os.PathLike, workload: Any) -> tuple[Any, A
     return state.params, model_state
 
 
+def metadata_tree(state_dir: str | os.PathLike) -> Any:
+    """The saved train state's tree of array metadata (shapes, dtypes) in `state_dir` (a
+    checkpoint step's `state` item), read without loading any array."""
+    meta = ocp.StandardCheckpointer().metadata(os.fspath(state_dir))
+    tree = getattr(meta, "item_metadata", meta)
+    return getattr(tree, "tree", tree)
+
+
 def _extra_model_state(workdir: str | os.PathLike, model_state: Any) -> dict[str, Any]:
     """Abstract values (from the metadata) of the latest checkpoint's top-level model-state
     entries that `model_state` (a dict) lacks."""
@@ -108,9 +116,7 @@ def _extra_model_state(workdir: str | os.PathLike, model_state: Any) -> dict[str
         return {}
     path = os.path.join(os.path.abspath(os.fspath(workdir)), CHECKPOINT_DIR,
                         str(latest_step(workdir)), "state")
-    meta = ocp.StandardCheckpointer().metadata(path)
-    tree = getattr(meta, "item_metadata", meta)
-    tree = getattr(tree, "tree", tree)
+    tree = metadata_tree(path)
     saved = tree.get("model_state") if hasattr(tree, "get") else None
     if not isinstance(saved, dict):
         return {}

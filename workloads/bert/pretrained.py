@@ -49,9 +49,7 @@ def _is_encoder(path: tuple[str, ...]) -> bool:
 def _shapes(run_dir: str, hint: str = HINT,
             key: str = "init_params") -> dict[tuple[str, ...], tuple[int, ...]]:
     """Path -> shape of every parameter in the checkpoint, from its metadata only."""
-    meta = ocp.StandardCheckpointer().metadata(_state_dir(run_dir, hint, key))
-    tree = getattr(meta, "item_metadata", meta)
-    tree = getattr(tree, "tree", tree)
+    tree = checkpoint.metadata_tree(_state_dir(run_dir, hint, key))
     params = tree.get("params") if hasattr(tree, "get") else None
     if not params:
         raise UsageError(f"{key}={run_dir!r}: its checkpoint holds no params. {hint}")
