@@ -1,5 +1,5 @@
 """One convolution, forward + backward, in the forms XLA:CPU could run it (issue 17.5): a lax
-convolution against `tpubench.convolution.pointwise_as_matmul` (1x1) or an im2col + matmul
+convolution against `tpubench.nn.convolution.pointwise_as_matmul` (1x1) or an im2col + matmul
 (k x k), interleaved in one process, medians. Prints each form's time and its speed-up.
 
     JAX_PLATFORMS=cpu python benchmarks/conv_forms.py --repeats=5
@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from tpubench.convolution import pointwise_as_matmul
+from tpubench.nn.convolution import pointwise_as_matmul
 
 NHWC = ("NHWC", "HWIO", "NHWC")
 # (batch, image, kernel, C_in, C_out, stride): ResNet-50's shapes at 224x224.

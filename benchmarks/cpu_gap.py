@@ -7,7 +7,7 @@ after round, so that the machine's load hits all of them alike:
 - `tpubench`: the harness's own compiled train step for `resnet --config=full` in float32
   (synthetic data made on device, `JitEngine.compile`, K=1), as `resnet_throughput.py` runs it,
   with its default `model.conv_impl=auto` (1x1 convolutions as matmuls on CPU:
-  tpubench/convolution.py); `tpubench_xla`: the same with `model.conv_impl=xla` (every
+  tpubench/nn/convolution.py); `tpubench_xla`: the same with `model.conv_impl=xla` (every
   convolution a lax convolution, as before issue 17.5);
 - `torch`: PyTorch eager, channels-last (`torch_resnet50.py`, run with `--torch_python`).
 Each JAX variant may run under several XLA flag sets (`--flags=default,onednn`): `onednn` is
@@ -110,8 +110,9 @@ def _tpubench_step(batch: int, image: int, conv_impl: str = "auto"):
     import jax
 
     from tpubench import config as config_lib
-    from tpubench import engine, registry
     from tpubench import mesh as mesh_lib
+    from tpubench import registry
+    from tpubench.loops import engine
 
     cfg = config_lib.load("resnet", "full", {
         "data.source": "synthetic", "run.steps_per_dispatch": 1, "data.global_batch_size": batch,

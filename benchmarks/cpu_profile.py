@@ -118,8 +118,9 @@ def main() -> None:
     args = p.parse_args()
 
     from tpubench import config as config_lib
-    from tpubench import engine, registry
     from tpubench import mesh as mesh_lib
+    from tpubench import registry
+    from tpubench.loops import engine
 
     cfg = config_lib.load("resnet", "full", {
         "data.source": "synthetic", "run.steps_per_dispatch": 1, "model.dtype": "float32",

@@ -29,7 +29,7 @@ import numpy as np
 from scipy import ndimage
 
 from tpubench import config as config_lib
-from tpubench.detection import canvas
+from tpubench.datasets import canvas
 from workloads.deeplab import input_pipeline, miou, model
 
 

@@ -22,7 +22,8 @@ import jax
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import registry, steps
+from tpubench import registry
+from tpubench.loops import steps
 
 
 def step_times(rows: int, sparse: bool, args) -> list[float]:

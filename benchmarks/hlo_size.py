@@ -21,7 +21,8 @@ import time
 import jax
 
 from tpubench import config as config_lib
-from tpubench import registry, steps
+from tpubench import registry
+from tpubench.loops import steps
 
 _KINDS = ("while", "sort", "gather", "scatter", "convolution", "dot_general", "reduce",
           "dynamic_slice", "dynamic_update_slice", "call", "func.func")

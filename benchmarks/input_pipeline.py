@@ -31,8 +31,9 @@ import sys
 from unittest import mock
 
 from tpubench import config as config_lib
-from tpubench import input_rate, registry, topology
+from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.platform import input_rate, topology
 
 
 def _mocked(n: int):
@@ -62,7 +63,7 @@ def fit_report(workload: str, config: str, overrides: list[str], topo: str,
                fit_json: str | None) -> dict:
     if fit_json:
         return json.loads(pathlib.Path(fit_json).read_text())
-    from tpubench import fit
+    from tpubench.platform import fit
 
     return fit.fit(config_lib.load(workload, config, overrides), topo).as_dict()
 

@@ -19,7 +19,8 @@ from scipy import ndimage
 from ssd_baselines import CLASSES
 
 from tpubench import config as config_lib
-from tpubench.detection import canvas, coco_eval, masks
+from tpubench.datasets import canvas
+from tpubench.detection import coco_eval, masks
 from workloads.maskrcnn import input_pipeline
 
 

@@ -24,7 +24,8 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from tpubench import config as config_lib
-from tpubench import registry, topology
+from tpubench import registry
+from tpubench.platform import topology
 from workloads.maskrcnn import rcnn
 
 

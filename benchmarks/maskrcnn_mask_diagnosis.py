@@ -19,9 +19,10 @@ import numpy as np
 
 from tpubench import checkpoint, registry
 from tpubench import config as config_lib
+from tpubench.datasets import canvas
 from tpubench.detection import boxes as box_lib
-from tpubench.detection import canvas, masks
-from tpubench.evaluation import EvalResults
+from tpubench.detection import masks
+from tpubench.loops.evaluation import EvalResults
 from workloads.maskrcnn import input_pipeline
 
 

@@ -15,7 +15,7 @@ import jax
 
 from tpubench import config as config_lib
 from tpubench import registry
-from tpubench.generations import _key
+from tpubench.loops.selfplay import _key
 
 
 def baseline(config_name: str, overrides: dict | None = None) -> float:

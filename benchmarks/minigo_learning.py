@@ -33,8 +33,9 @@ import numpy as np
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import registry, steps
-from tpubench.generations import Window, _key, _variables
+from tpubench import registry
+from tpubench.loops import steps
+from tpubench.loops.selfplay import Window, _key, _variables
 from workloads.minigo import match
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from tpubench import config as config_lib
 from tpubench import registry
-from tpubench.generations import _key
+from tpubench.loops.selfplay import _key
 from workloads.minigo import match
 
 

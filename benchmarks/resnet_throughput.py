@@ -16,9 +16,11 @@ import time
 
 import jax
 
-from tpubench import chips, engine, perf, registry
 from tpubench import config as config_lib
 from tpubench import mesh as mesh_lib
+from tpubench import registry
+from tpubench.loops import engine
+from tpubench.platform import chips, perf
 
 
 def measure(name: str, overrides: dict, steps_timed: int, workload: str = "resnet") -> dict:

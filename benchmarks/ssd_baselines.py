@@ -20,7 +20,8 @@ import numpy as np
 from scipy import ndimage
 
 from tpubench import config as config_lib
-from tpubench.detection import canvas, coco_eval
+from tpubench.datasets import canvas
+from tpubench.detection import coco_eval
 from workloads.ssd import input_pipeline
 
 CLASSES = 11

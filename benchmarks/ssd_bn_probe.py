@@ -4,7 +4,7 @@
     # a run's weights (that run: the v1 mini at its former width 0.25)
     python benchmarks/ssd_bn_probe.py mobilenet_v1_mini /tmp/ssd_runs/v1_s0 model.width=0.25
 
-Trains CONFIG for STEPS steps with the harness's own train step (`tpubench.steps`), init
+Trains CONFIG for STEPS steps with the harness's own train step (`tpubench.loops.steps`), init
 (`PRNGKey(run.seed)`, as the engine) and train canvases (not bit for bit a harness run's
 trajectory: measured, the same loss at step 1, not at step 26); then scores the weights on
 the 500 eval canvases (pycocotools mAP, the workload's eval) three ways: eval mode (the
@@ -32,9 +32,10 @@ from flax import linen as nn
 
 from tpubench import checkpoint, registry
 from tpubench import config as config_lib
-from tpubench import steps as steps_lib
-from tpubench.detection import canvas, nms
-from tpubench.evaluation import EvalResults
+from tpubench.datasets import canvas
+from tpubench.detection import nms
+from tpubench.loops import steps as steps_lib
+from tpubench.loops.evaluation import EvalResults
 from workloads.ssd import input_pipeline
 
 

@@ -53,7 +53,8 @@ for _name, _sub in HERMETIC_DIRS.items():
 for _name in ("TPUBENCH_DATA_DIR", "JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE",
               "TPUBENCH_COORDINATOR", "TPUBENCH_NUM_PROCESSES", "TPUBENCH_PROCESS_ID"):
     os.environ.pop(_name, None)
-# JAX's persistent compilation cache (tpubench/compile_cache.py): one for the session, under
+# JAX's persistent compilation cache (tpubench/platform/compile_cache.py): one for the session,
+# under
 # TPUBENCH_CACHE_DIR above, shared by this process and every child, so an executable compiled by
 # one test is loaded by the next. TPUBENCH_TEST_COMPILE_CACHE=0 runs the session without it.
 # Measured: tests/test_cli.py + test_timing.py (41 tests), both ways at once on the loaded 2-core
@@ -100,7 +101,7 @@ def shared_data_problem(data: pathlib.Path) -> str | None:
 @pytest.fixture(scope="session", autouse=True)
 def session_compile_cache() -> pathlib.Path | None:
     """This process's compiles use the session's cache too (None: the session runs without)."""
-    from tpubench import compile_cache
+    from tpubench.platform import compile_cache
 
     return compile_cache.enable(None if COMPILE_CACHE else {"run": {"compile_cache": False}})
 
@@ -161,7 +162,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _sigterm_handler_restored():
     """Tests that call an entry point in this process (`cli.main`, `entry.run`) install
-    tpubench's SIGTERM handler (tpubench.preemption), which ignores SIGTERM after a run: restore
+    tpubench's SIGTERM handler (tpubench.loops.preemption), which ignores SIGTERM after a run:
+    restore
     the previous handler after each test, so that `kill` still ends a pytest session."""
     import signal
 

@@ -53,7 +53,7 @@ def train_bert_mini(workdir, seed: int = 0, **overrides) -> dict:
     1,000-1,400: minutes on 2 cores. For a cheap model that has learned something, the inference
     tests train the config `mini_seq64` instead (300 steps)."""
     from tpubench import config as config_lib
-    from tpubench import train
+    from tpubench.loops import supervised as train
 
     cfg = config_lib.load("bert", "mini", {"run.seed": seed, **overrides})
     return train.train_and_evaluate(cfg, workdir)
@@ -63,7 +63,7 @@ def assert_log_fails_only_quality(log_path, target_text: str) -> None:
     """The official checker refuses the log at `log_path` for its quality target only (a
     shortened run that cannot reach it): some failing line names `eval_accuracy` or
     `target_text` (the target as the checker prints it), and no other line fails or errs."""
-    from tpubench import mllog
+    from tpubench.mlperf import mllog
 
     result = mllog.check_compliance(log_path)
     assert not result.valid

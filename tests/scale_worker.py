@@ -20,11 +20,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpubench import checkpoint, registry, train
+from tpubench import checkpoint, registry
 from tpubench import config as config_lib
-from tpubench import engine as engine_lib
 from tpubench import mesh as mesh_lib
-from tpubench.progress import Progress
+from tpubench.loops import engine as engine_lib
+from tpubench.loops import supervised as train
+from tpubench.loops.progress import Progress
 
 jax.config.update("jax_threefry_partitionable", True)
 
@@ -199,10 +200,10 @@ def dlrm_eval(workdir: str, data_dir: str, eval_samples: str) -> dict[str, Any]:
     `eval_samples` rows of day 23. Every process records what `eval_finalize` received (the
     labels and scores of the real rows) and how many rows, padding included, the harness
     gathered, in `workdir/eval_p<index>.npz`."""
-    from tpubench import distributed
+    from tpubench.platform import distributed
 
     distributed.initialize_from_env()  # before any JAX computation
-    from tpubench import evaluation
+    from tpubench.loops import evaluation
     from workloads.dlrm import workload as dlrm
 
     finalize, accumulate = dlrm.DLRMWorkload.eval_finalize, evaluation.accumulate

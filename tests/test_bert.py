@@ -13,8 +13,10 @@ import runs
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import evaluation, mllog, steps, train
 from tpubench.errors import UsageError
+from tpubench.loops import evaluation, steps
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
 from workloads.bert import input_pipeline, shakespeare
 from workloads.bert.workload import BertWorkload
 
@@ -603,7 +605,8 @@ def test_smoke_synthetic_one_train_and_eval_step(tmp_path):
     vocabulary), so the accuracy is ~1/vocab: the recompute checks the eval path runs on these
     params; the moved params are the real check.
     Bites: a zero learning rate (learning_rate() x 0): no param moves."""
-    from tpubench import checkpoint, data
+    from tpubench import checkpoint
+    from tpubench.loops import feed as data
 
     s = _run(tmp_path, "smoke")
     assert (s["status"], s["steps"], len(s["quality_history"])) == ("aborted", 1, 1)

@@ -12,8 +12,8 @@ import runs
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import train
 from tpubench.errors import UsageError
+from tpubench.loops import supervised as train
 from workloads.bert import input_pipeline, packing
 from workloads.bert.workload import BertWorkload
 

@@ -1,4 +1,5 @@
-"""JAX's persistent compilation cache (tpubench/compile_cache.py): on by default at every entry
+"""JAX's persistent compilation cache (tpubench/platform/compile_cache.py): on by default at every
+entry
 point, a second run of the same config compiles nothing new, off with
 --config.run.compile_cache=false.
 
@@ -14,8 +15,9 @@ import pathlib
 import pytest
 import runs
 
-from tpubench import cli, compile_cache
+from tpubench import cli
 from tpubench import config as config_lib
+from tpubench.platform import compile_cache
 
 # The ResNet smoke config: one synthetic train step and one eval step (a few executables).
 SMOKE = ("resnet", "--config=smoke")

@@ -1,4 +1,4 @@
-"""`model.conv_impl` (tpubench/convolution.py): 1x1 convolutions as matmuls compute what lax's
+"""`model.conv_impl` (tpubench/nn/convolution.py): 1x1 convolutions as matmuls compute what lax's
 convolution computes, values and gradients, and `auto` picks by the traced platform."""
 
 import jax
@@ -8,8 +8,9 @@ import pytest
 from jax import lax
 
 from tpubench import config as config_lib
-from tpubench import convolution, registry
+from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.nn import convolution
 
 NHWC = ("NHWC", "HWIO", "NHWC")
 

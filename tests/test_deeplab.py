@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import mllog, registry, train
+from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
 from workloads.deeplab import input_pipeline, miou
 
 
@@ -60,7 +62,7 @@ def test_canvas_class_maps_are_the_glyph_ink_with_the_digit_class():
     """Every ink pixel (image above INK) carries a digit class 1..10 and every other pixel 0;
     the eval set is fixed. Bites: labels without the +1 (digit 0 = background), masks of the
     glyph's box instead of its ink."""
-    from tpubench.detection import canvas
+    from tpubench.datasets import canvas
 
     cfg = config_lib.load("deeplab", "mini")
     spec = input_pipeline.spec_of(cfg)

@@ -1,4 +1,5 @@
-"""tpubench.distributed: how each environment is read, and bad input refused before compute."""
+"""tpubench.platform.distributed: how each environment is read, and bad input refused before
+compute."""
 
 import os
 import subprocess
@@ -7,10 +8,10 @@ import sys
 import jax
 import pytest
 
-from tpubench import distributed
-from tpubench.distributed import Plan, parse_address, plan_from_env
 from tpubench.errors import UsageError
-from tpubench.launch_local import free_port
+from tpubench.launch.local import free_port
+from tpubench.platform import distributed
+from tpubench.platform.distributed import Plan, parse_address, plan_from_env
 
 EXPLICIT = {
     "TPUBENCH_COORDINATOR": "10.0.0.2:12355",

@@ -15,9 +15,12 @@ from jax.sharding import PartitionSpec as P
 from sklearn.metrics import roc_auc_score
 
 from tpubench import config as config_lib
-from tpubench import evaluation, mllog, registry, steps, train
 from tpubench import mesh as mesh_lib
+from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.loops import evaluation, steps
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
 from workloads.dlrm import criteo, flights
 from workloads.dlrm.configs import full, mini
 from workloads.dlrm.model import dot_interaction
@@ -243,7 +246,7 @@ def test_smoke_one_train_and_eval_step_on_synthetic_data(tmp_path):
     """The reported AUC is the saved model's AUC on the synthetic eval batches, scored here.
 
     Bites: an eval_step returning 1 - sigmoid(logits) as the score made the two differ."""
-    from tpubench import data
+    from tpubench.loops import feed as data
 
     summary = _run(tmp_path, "smoke")
     assert summary["steps"] == 1 and summary["status"] == "aborted"
@@ -328,7 +331,8 @@ _SHARDED_RUN = """
 import json, sys
 import jax
 import numpy as np
-from tpubench import config as config_lib, engine, mesh as mesh_lib, registry
+from tpubench import config as config_lib, mesh as mesh_lib, registry
+from tpubench.loops import engine
 data_dir, steps, mesh = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 cfg = config_lib.load("dlrm", "smoke", {
     "data.source": "criteo_tsv", "data.dir": data_dir, "optimizer.learning_rate": 0.5,

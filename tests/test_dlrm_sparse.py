@@ -8,7 +8,8 @@ import pytest
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import registry, steps
+from tpubench import registry
+from tpubench.loops import steps
 from workloads.dlrm import sparse
 
 

@@ -5,9 +5,10 @@ import jax
 import numpy as np
 
 from tpubench import config as config_lib
-from tpubench import engine as engine_lib
 from tpubench import mesh as mesh_lib
-from tpubench import registry, steps
+from tpubench import registry
+from tpubench.loops import engine as engine_lib
+from tpubench.loops import steps
 
 # The smoke ResNet cut to 2 stages (compiles in seconds), as in tests/test_fit.py.
 SMALL = {"model.stage_sizes": (1, 1), "model.num_filters": 8, "model.stem": "small",
@@ -73,7 +74,7 @@ def test_dispatches_compute_exactly_what_a_plain_jitted_step_computes():
     batch_in = {k: jax.ShapeDtypeStruct(v.shape[1:], v.dtype, sharding=eng.batch_sharding)
                 for k, v in _batch(eng, 1).items()}
     with eng.context():
-        from tpubench import perf
+        from tpubench.platform import perf
 
         assert compiled.flops_per_step == perf.flops_of(plain.lower(state_in, batch_in))
         for k in (1, 3):

@@ -12,8 +12,8 @@ import os
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import fit
 from tpubench.errors import UsageError
+from tpubench.platform import fit
 
 HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None
 # Compile-only topologies touch no chip, so another libtpu user (a parallel test run, a `fit` in
@@ -202,7 +202,9 @@ def test_every_mlperf_config_builds_its_optimizer_on_compile_only_devices():
     import jax
     import optax
 
-    from tpubench import registry, steps, topology
+    from tpubench import registry
+    from tpubench.loops import steps
+    from tpubench.platform import topology
 
     devices = topology.parse("v4:2x2x1").devices()
     failures = {}

@@ -11,8 +11,10 @@ import pytest
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import mllog, registry, train
+from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
 from workloads.gnmt import decode
 from workloads.gnmt import model as gnmt_model
 from workloads.gnmt.workload import GNMTWorkload, smoothed_xent
@@ -429,7 +431,7 @@ def test_smoke_multi30k_trains_and_scores_every_test_sentence_in_order(smoke_mul
     batch order (eval_finalize without the argsort) changes the BLEU."""
     import optax
 
-    from tpubench import evaluation
+    from tpubench.loops import evaluation
     from workloads.transformer.workload import corpus_bleu
 
     w = smoke_multi30k

@@ -3,7 +3,8 @@
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import mllog, train
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
 from workloads.gnmt.workload import GNMTWorkload
 
 # Eval point (step) at which the mini first reaches its target, per seed: measured with runs of

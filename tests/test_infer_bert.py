@@ -75,7 +75,7 @@ TRAINED = "mini_seq64"  # the pre-issue-19 mini: 300 steps to 0.10 (the mini tak
 def trained_bert(tmp_path_factory):
     """A model that has learned something, cheaply: `mini_seq64` trained to its 0.10 target (it
     stops at success, step 300 on seed 0; see its config docstring)."""
-    from tpubench import train
+    from tpubench.loops import supervised as train
 
     workdir = tmp_path_factory.mktemp("bert_train")
     trained = train.train_and_evaluate(config_lib.load("bert", TRAINED, {}), workdir)

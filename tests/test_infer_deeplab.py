@@ -43,7 +43,7 @@ def test_full_config_on_synthetic_data_is_a_usage_error():
 @pytest.fixture(scope="module")
 def trained_smoke(tmp_path_factory):
     """The smoke config trained for its budget (2 steps) with its one eval (8 canvases)."""
-    from tpubench import train
+    from tpubench.loops import supervised as train
 
     workdir = tmp_path_factory.mktemp("deeplab_train")
     cfg = config_lib.load("deeplab", "smoke", {"run.max_train_samples": 4,

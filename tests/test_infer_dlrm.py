@@ -193,7 +193,7 @@ def trained_mini(tmp_path_factory):
     """The mini trained for its first eval interval (144 steps of 512; AUC 0.6489 at seed 0,
     short of its target: the test is about serving the same parameters), one step per
     dispatch (compiling the 48-step scan takes longer than the 144 steps)."""
-    from tpubench import train
+    from tpubench.loops import supervised as train
 
     workdir = tmp_path_factory.mktemp("dlrm_train")
     cfg = config_lib.load("dlrm", "mini", {"run.max_train_samples": 144 * 512,

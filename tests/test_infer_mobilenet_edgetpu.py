@@ -9,8 +9,8 @@ import json
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import train
 from tpubench.infer import cli
+from tpubench.loops import supervised as train
 
 CONFIG = "mobilenet_edgetpu_mini"
 # Largest top-1 the int8-weight model may lose against the float one on the 1,000 held-out

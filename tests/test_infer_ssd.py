@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import registry, train
+from tpubench import registry
 from tpubench.errors import UsageError
 from tpubench.infer import cli, logs
 from tpubench.infer.runner import Engine
 from tpubench.infer.settings import Mode, Scenario
 from tpubench.infer.spec import inference_spec
+from tpubench.loops import supervised as train
 
 SMALL_EVAL = {"eval.samples": 40, "eval.batch_size": 20}
 

@@ -69,7 +69,7 @@ def test_full_config_without_its_data_is_a_usage_error(overrides, match):
 @pytest.fixture(scope="module")
 def trained_smoke(tmp_path_factory):
     """The smoke config trained for its budget (2 steps) with its one eval (8 crops)."""
-    from tpubench import train
+    from tpubench.loops import supervised as train
 
     workdir = tmp_path_factory.mktemp("unet3d_train")
     cfg = config_lib.load("unet3d", "smoke", {"run.max_train_samples": 4,

@@ -8,7 +8,7 @@ summary.json accounts for the one read, inside `other_s`.
 from __future__ import annotations
 
 from tpubench import config as config_lib
-from tpubench import train
+from tpubench.loops import supervised as train
 from workloads.resnet import input_pipeline
 
 SHORT = {"data.source": "digits", "data.dataset": "sklearn_digits", "data.image_size": 8,

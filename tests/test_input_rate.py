@@ -1,4 +1,4 @@
-"""Issue 17.3: the input-pipeline benchmark's figures (tpubench/input_rate.py,
+"""Issue 17.3: the input-pipeline benchmark's figures (tpubench/platform/input_rate.py,
 benchmarks/input_pipeline.py). No timed test: the clock is injected or the rate is only
 compared with the needed rate computed from the same figures."""
 
@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from tpubench import input_rate
+from tpubench.platform import input_rate
 
 
 def _batches(size, pulled):

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from tpubench import launch_local
 from tpubench.errors import UsageError
+from tpubench.launch import local as launch_local
 
 ALLGATHER = """
-from tpubench import distributed
+from tpubench.platform import distributed
 distributed.initialize_from_env()
 import jax, jax.numpy as jnp
 from jax.experimental import multihost_utils
@@ -30,7 +30,7 @@ def child_env(repo_root):
 
 
 def _load(repo_root, name):
-    path = repo_root / "launch" / f"{name}.py"
+    path = repo_root / "tpubench" / "launch" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"launch_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -71,7 +71,7 @@ def test_sigterm_is_forwarded_to_every_child(child_env):
             "print('ready', flush=True)\n"
             "time.sleep(60)\n")
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "tpubench.launch_local", "--processes=2", "--",
+        [sys.executable, "-m", "tpubench.launch.local", "--processes=2", "--",
          sys.executable, "-c", code],
         env=child_env, stdout=subprocess.PIPE, text=True)
     seen = []
@@ -116,7 +116,8 @@ def test_exit_status_of_a_signalled_child_is_128_plus_signal():
     assert launch_local.exit_status(4) == 4
 
 
-# --- launch/tpu_vm.py --dry-run -----------------------------------------------------------------
+# --- tpubench/launch/tpu_vm.py --dry-run
+# -----------------------------------------------------------------
 
 def test_tpu_vm_all_dry_run_prints_every_step_in_order(repo_root, capsys):
     tpu_vm = _load(repo_root, "tpu_vm")
@@ -186,14 +187,15 @@ def test_tpu_vm_unknown_accelerator_needs_explicit_version(repo_root):
 
 def test_tpu_vm_script_runs_as_a_command(repo_root):
     result = subprocess.run(
-        [sys.executable, str(repo_root / "launch" / "tpu_vm.py"), "fetch", "--name=tb",
+        [sys.executable, str(repo_root / "tpubench" / "launch" / "tpu_vm.py"), "fetch", "--name=tb",
          "--zone=z", "--local-dir=/tmp/r", "--dry-run"],
         capture_output=True, text=True, check=True)
     assert result.stdout == ("gcloud compute tpus tpu-vm scp --recurse tb:tpubench/results /tmp/r "
                              "--zone=z --worker=0\n")
 
 
-# --- launch/slurm.py and launch/multinode.py --dry-run ------------------------------------------
+# --- tpubench/launch/slurm.py and tpubench/launch/multinode.py --dry-run
+# ------------------------------------------
 
 def test_slurm_dry_run_prints_script_and_sbatch(repo_root, capsys):
     slurm = _load(repo_root, "slurm")

@@ -1,4 +1,5 @@
-"""tpubench.layers.BatchNorm: batch norm over groups of `span` examples (config.model.bn_span)."""
+"""tpubench.nn.layers.BatchNorm: batch norm over groups of `span` examples
+(config.model.bn_span)."""
 
 import jax
 import jax.numpy as jnp
@@ -7,7 +8,7 @@ import pytest
 from flax import linen as nn
 
 from tpubench.errors import UsageError
-from tpubench.layers import BatchNorm, group_stats
+from tpubench.nn.layers import BatchNorm, group_stats
 
 X = np.random.default_rng(0).normal(2.0, 3.0, size=(8, 4, 4, 3)).astype(np.float32)
 

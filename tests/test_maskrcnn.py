@@ -15,8 +15,10 @@ import runs
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import mllog, registry, train
+from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
 from workloads.maskrcnn import optim
 
 SYNTHETIC = {"data.source": "synthetic"}
@@ -150,8 +152,9 @@ def test_mini_eval_scores_ground_truth_like_outputs_near_one():
     >= 0.97 (0.9988 measured on 100 canvases). With the reference's paste (eval.mask_paste=
     reference, half a pixel off this suite's mask cells) SEGM was 0.42 on 100 canvases: the bug
     behind the mini's SEGM 0.000. Bites: the mini on the reference paste (SEGM 0.4085 here)."""
-    from tpubench.detection import canvas, masks
-    from tpubench.evaluation import EvalResults
+    from tpubench.datasets import canvas
+    from tpubench.detection import masks
+    from tpubench.loops.evaluation import EvalResults
     from workloads.maskrcnn import input_pipeline
 
     def finalize(**overrides):

@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 from jax._src import config as jax_config
 
-from tpubench import checkpoint, registry, train
+from tpubench import checkpoint, registry
 from tpubench import config as config_lib
-from tpubench import engine as engine_lib
-from tpubench.progress import Progress
+from tpubench.loops import engine as engine_lib
+from tpubench.loops import supervised as train
+from tpubench.loops.progress import Progress
 
 SHORT = {"data.source": "digits", "data.dataset": "sklearn_digits", "data.image_size": 8,
          "data.train_samples": 1437, "eval.samples": 360, "eval.batch_size": 120,

@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import mllog, registry, steps, train
+from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.loops import steps
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
 from workloads.minigo import gtp, match, play
 
 CAPTURE = 22  # (row 4, col 2): the last liberty of the white pair in `_capture_position`

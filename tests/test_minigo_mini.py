@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import mllog, train
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
 
 # The generation at which each seed first reaches the target (configs/mini_frozen.py).
 MEASURED_GENERATION = {0: 8, 1: 2}

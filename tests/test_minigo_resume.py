@@ -16,8 +16,10 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from tpubench import checkpoint, mllog, train
+from tpubench import checkpoint
 from tpubench import config as config_lib
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
 from workloads.minigo import match
 
 OVERRIDES = {"run.max_generations": 2, "eval.target_value": 2.0, "run.checkpoint_keep": 5}

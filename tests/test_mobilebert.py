@@ -267,8 +267,8 @@ def test_singlestream_accuracy_mode_reproduces_the_mini_training_eval(shared_dat
     12.86)."""
     import json
 
-    from tpubench import train
     from tpubench.infer import cli
+    from tpubench.loops import supervised as train
 
     words = [f"--config.{k}={v}" for k, v in
              {**SMALL, "data.dir": str(shared_data_dir)}.items()]
@@ -319,7 +319,7 @@ def test_mobilebert_mini_pretraining_run_initialises_the_squad_mini(shared_data_
     arrays differ)."""
     from flax import traverse_util
 
-    from tpubench import train
+    from tpubench.loops import supervised as train
     from workloads.bert import pretrained
 
     pre = train.train_and_evaluate(config_lib.load("bert", "mobilebert_mini", {

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import mllog, registry, train
+from tpubench import registry
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
 from workloads.resnet.mobilenet_edgetpu import EDGETPU_PLAN, MobileNetEdgeTPU
 
 

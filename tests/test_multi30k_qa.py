@@ -12,7 +12,8 @@ import pytest
 import runs
 
 from tpubench import config as config_lib
-from tpubench import registry, train
+from tpubench import registry
+from tpubench.loops import supervised as train
 from workloads.bert import multi30k_qa
 from workloads.bert.configs import squad_mini_multi30k
 

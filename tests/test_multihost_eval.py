@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from tpubench.launch_local import free_port
+from tpubench.launch.local import free_port
 
 EVAL_SAMPLES = 90  # 2 full global batches of 32 and one of 26: there p0 has 16 real rows, p1 10
 

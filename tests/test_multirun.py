@@ -1,4 +1,5 @@
-"""`tpubench run --runs=N`: N seeds, one run directory each, one score (tpubench/multirun.py)."""
+"""`tpubench run --runs=N`: N seeds, one run directory each, one score
+(tpubench/loops/multirun.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 import runs
 
 from tpubench import config as config_lib
-from tpubench import multirun
+from tpubench.loops import multirun
 from tpubench.report.tree import load_tree
 
 SMOKE_TO_TARGET = ("--config=smoke", "--config.eval.target_value=0.0")

@@ -1,4 +1,5 @@
-"""tpubench.perf / tpubench.chips: peaks per JAX device for the matmul unit that runs, MFU that
+"""tpubench.platform.perf / tpubench.platform.chips: peaks per JAX device for the matmul unit that
+runs, MFU that
 can never pass 100% unnoticed, and the CPU peak cache's keep-the-maximum rule.
 
 Devices are stand-ins with the two attributes the peak code reads (`platform`, `device_kind`),
@@ -19,7 +20,7 @@ import warnings
 import jax
 import pytest
 
-from tpubench import chips, perf
+from tpubench.platform import chips, perf
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 T = 1e12

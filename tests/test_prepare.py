@@ -6,9 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from tpubench import cli, train
+from tpubench import cli
 from tpubench import config as config_lib
 from tpubench.errors import UsageError
+from tpubench.loops import supervised as train
 from tpubench.prepare import main as prepare_main
 from tpubench.workload import Workload
 from workloads.transformer import input_pipeline as ip

@@ -18,7 +18,7 @@ from conftest import missing
 from mlperf_logging.result_summarizer import result_summarizer as official
 
 from tpubench.errors import UsageError
-from tpubench.mllog import check_compliance
+from tpubench.mlperf.mllog import check_compliance
 from tpubench.report import cli
 from tpubench.report.compliance import ComplianceCache, check_in_process, check_runs
 from tpubench.report.tree import load_tree, rescore

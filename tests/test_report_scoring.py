@@ -56,9 +56,9 @@ def test_maskrcnn_target_needs_both_box_and_mask_map():
 
 
 def test_bert_target_is_0712_at_every_batch_size():
-    """The v0.7 rules (tpubench.rules): no large-batch relaxation, unlike the 0.7.1 checker.
+    """The v0.7 rules (tpubench.mlperf.rules): no large-batch relaxation, unlike the 0.7.1 checker.
 
-    Bites: restoring the 0.706 relaxation for batch >= 8192 in tpubench.rules.
+    Bites: restoring the 0.706 relaxation for batch >= 8192 in tpubench.mlperf.rules.
     """
     target = target_for("bert")
     assert target.primary_threshold == 0.712

@@ -12,7 +12,11 @@ import pytest
 import runs
 
 from tpubench import config as config_lib
-from tpubench import mllog, perf, registry, steps, train
+from tpubench import registry
+from tpubench.loops import steps
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
+from tpubench.platform import perf
 
 
 def _workload(name: str, **overrides):
@@ -55,7 +59,8 @@ def test_lars_schedule_warms_up_linearly_then_decays_to_end_lr():
 def _hand_top1(workdir, cfg) -> float:
     """Top-1 of a finished run's checkpoint on the synthetic eval batches, computed here with
     the model's own apply (not the workload's eval_step / eval_finalize)."""
-    from tpubench import checkpoint, data
+    from tpubench import checkpoint
+    from tpubench.loops import feed as data
 
     w = registry.create(cfg)
     params, model_state = checkpoint.restore_variables(workdir, w)

@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import registry, steps, train
+from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.loops import steps
+from tpubench.loops import supervised as train
 from workloads.rnnt import decode, features, text
 from workloads.rnnt.loss import rnnt_loss
 from workloads.rnnt.model import RNNT, SOS

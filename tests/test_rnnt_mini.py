@@ -9,8 +9,8 @@ import json
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import train
 from tpubench.infer import cli
+from tpubench.loops import supervised as train
 
 # The eval step at which the mini first reaches its target, per seed, measured with the config
 # as committed (workloads/rnnt/configs/mini.py); evals every 75 steps.

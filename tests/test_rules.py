@@ -1,4 +1,4 @@
-"""Spec of `tpubench.rules`, the one source of truth for the v0.7 targets and run counts.
+"""Spec of `tpubench.mlperf.rules`, the one source of truth for the v0.7 targets and run counts.
 
 Its targets are checked against the installed official compliance checker's own expressions
 (`training_0.7.0/closed_<benchmark>.yaml`, evaluated the way the checker evaluates them), its run
@@ -14,7 +14,8 @@ import pytest
 import yaml
 from mlperf_logging.benchmark_meta import get_allowed_benchmarks, get_result_file_counts
 
-from tpubench import config, mllog, rules
+from tpubench import config
+from tpubench.mlperf import mllog, rules
 from tpubench.report import compliance, targets
 from tpubench.report.logs import read_mllog
 
@@ -42,7 +43,7 @@ def _values(thresholds: dict[str, float], key: str, delta: float):
 def test_targets_are_the_installed_0_7_0_checkers(benchmark, global_batch_size):
     """At each threshold the checker accepts the value and rejects one just below.
 
-    Bites: any target in tpubench.rules off by 0.001 (e.g. resnet 0.758 or dlrm 0.803).
+    Bites: any target in tpubench.mlperf.rules off by 0.001 (e.g. resnet 0.758 or dlrm 0.803).
     """
     thresholds = rules.target_thresholds(benchmark)
     for key in thresholds:
@@ -55,7 +56,8 @@ def test_targets_are_the_installed_0_7_0_checkers(benchmark, global_batch_size):
 def test_at_batch_8192_the_only_difference_is_berts_later_relaxation(benchmark):
     """tpubench keeps BERT at 0.712; the installed checker's 0.7.0 file accepts 0.706 there.
 
-    Bites: restoring the 0.706 relaxation in tpubench.rules (tpubench would then count a run at
+    Bites: restoring the 0.706 relaxation in tpubench.mlperf.rules (tpubench would then count a run
+    at
     0.708 as converged) or a target that differs from the checker at large batch.
     """
     thresholds = rules.target_thresholds(benchmark)
@@ -103,9 +105,9 @@ def test_checker_calls_default_to_the_rules_ruleset():
 
 
 def test_published_bert_runs_at_batch_8192_all_reached_0712(shared_data_dir):
-    """The evidence in tpubench.rules' docstring: the v0.7 results never used the relaxation.
+    """The evidence in tpubench.mlperf.rules' docstring: the v0.7 results never used the relaxation.
 
-    Bites: a tpubench.rules docstring claim that stopped being true of the data (or a parser
+    Bites: a tpubench.mlperf.rules docstring claim that stopped being true of the data (or a parser
     that loses eval_accuracy lines: then no run would reach 0.712).
     """
     google = shared_data_dir / "mlperf_v07_results" / "Google" / "results"

@@ -72,9 +72,9 @@ def test_pmap_equals_jit_with_bn_span_of_the_per_device_batch(runs):
 def test_steps_per_dispatch_does_not_change_training():
     """4 steps as four 1-step dispatches or one 4-step lax.scan block: the same params."""
     from tpubench import config as config_lib
-    from tpubench import engine as engine_lib
     from tpubench import mesh as mesh_lib
     from tpubench import registry
+    from tpubench.loops import engine as engine_lib
 
     cfg = config_lib.load("resnet", "smoke", worker.BASE)
     eng = engine_lib.JitEngine(registry.create(cfg), mesh_lib.build_mesh(cfg))
@@ -180,7 +180,7 @@ def test_report_gives_spec_bytes_and_reason_of_every_leaf():
     from jax.sharding import AbstractMesh
 
     from tpubench import mesh as mesh_lib
-    from tpubench import sharding_report as sr
+    from tpubench.platform import sharding_report as sr
 
     f32 = lambda *shape: jax.ShapeDtypeStruct(shape, np.float32)  # noqa: E731
     boxed = {"params": {"w": nn.Partitioned(f32(24, 6), ("rows", None)), "odd": f32(9, 7),
@@ -224,7 +224,8 @@ def test_fsdp_run_writes_the_sharding_report_and_names_it(tmp_path):
     import runs
 
     from tpubench import config as config_lib
-    from tpubench import registry, steps
+    from tpubench import registry
+    from tpubench.loops import steps
 
     proc = runs.run_main("resnet", "smoke", tmp_path, "--config.run.mesh.data=1",
                          "--config.run.mesh.fsdp=-1", "--config.run.fsdp_min_size=4096",

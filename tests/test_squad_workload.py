@@ -17,7 +17,7 @@ from flax import linen as nn
 from tpubench import config as config_lib
 from tpubench import registry
 from tpubench.errors import UsageError
-from tpubench.evaluation import EvalResults
+from tpubench.loops.evaluation import EvalResults
 from workloads.bert import squad_data, tf_checkpoint
 
 pytest.importorskip("bert.tokenization")
@@ -250,7 +250,7 @@ def test_bert99_spec_has_the_v07_thresholds_and_scenarios(squad_dir):
 @pytest.fixture(scope="module")
 def trained_smoke(squad_dir, tmp_path_factory):
     """squad_smoke on the made JSON: one step (batch 4 = the 4 training features), one eval."""
-    from tpubench import train
+    from tpubench.loops import supervised as train
 
     workdir = tmp_path_factory.mktemp("squad_train")
     cfg = config_lib.load("bert", "squad_smoke", {"data.source": "json",
@@ -433,9 +433,9 @@ def test_distilled_run_keeps_the_teacher_frozen_and_serves_without_it(trained_sm
     structures do not match, model_state.teacher)."""
     import orbax.checkpoint as ocp
 
-    from tpubench import train
     from tpubench.checkpoint import restore_variables
     from tpubench.infer.spec import training_eval_quality
+    from tpubench.loops import supervised as train
 
     teacher_dir, _ = trained_smoke
     cfg = config_lib.load("bert", "mobilebert_squad_smoke", {
@@ -474,7 +474,7 @@ def test_bad_teacher_is_a_usage_error_before_compute(trained_smoke, squad_dir, t
     when check_data builds the teacher's workload)."""
     import shutil
 
-    from tpubench import train
+    from tpubench.loops import supervised as train
 
     teacher_dir, _ = trained_smoke
     overrides = {"data.source": "json", "data.dir": str(squad_dir),

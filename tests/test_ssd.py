@@ -13,9 +13,13 @@ import pytest
 import runs
 
 from tpubench import config as config_lib
-from tpubench import mllog, perf, registry, steps, train
+from tpubench import registry
 from tpubench.detection import boxes, default_boxes, matching
 from tpubench.errors import UsageError
+from tpubench.loops import steps
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
+from tpubench.platform import perf
 from workloads.ssd import model as ssd_model
 
 SYNTHETIC = {"data.source": "synthetic"}
@@ -322,11 +326,11 @@ def test_inference_1200_model_maps_boxes_params_and_flops():
 
 
 def test_listed_eval_points_are_the_reference_epochs():
-    """`eval.sample_points` (tpubench/cadence.py): the full config evaluates after the first
+    """`eval.sample_points` (tpubench/loops/cadence.py): the full config evaluates after the first
     step at or past epochs 40, 50, 55, ..., 80 (train.py --evaluation) and nowhere else; the
     list stops at the budget; without it the cadence is the uniform one; bad lists are a
     UsageError. Bites: ignoring the list (uniform every epoch: 80 evals)."""
-    from tpubench.cadence import Cadence
+    from tpubench.loops.cadence import Cadence
 
     c = config_lib.load("ssd", "full", {})
     cad = Cadence.from_config(c, c.data.train_samples)

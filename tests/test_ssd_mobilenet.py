@@ -11,7 +11,9 @@ import pytest
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import registry, steps, train
+from tpubench import registry
+from tpubench.loops import steps
+from tpubench.loops import supervised as train
 from workloads.ssd import mobilenet
 from workloads.ssd import model as ssd_model
 

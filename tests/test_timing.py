@@ -20,9 +20,13 @@ import orbax.checkpoint as ocp
 import pytest
 import runs
 
-from tpubench import checkpoint, clock, mllog, page_cache, preemption, train
+from tpubench import checkpoint
 from tpubench import config as config_lib
-from tpubench import engine as engine_lib
+from tpubench.loops import clock, preemption
+from tpubench.loops import engine as engine_lib
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
+from tpubench.platform import page_cache
 
 # The ResNet mini's model at its earlier, smaller size on sklearn's 8x8 digits (cheap steps; what
 # is tested is the harness), 3 evals of 20 steps, target out of reach: every run ends "aborted"

@@ -1,4 +1,5 @@
-"""tpubench.topology: target names for `tpubench fit`, and compile-only TPU devices via libtpu."""
+"""tpubench.platform.topology: target names for `tpubench fit`, and compile-only TPU devices via
+libtpu."""
 
 import importlib.util
 import time
@@ -9,9 +10,9 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec
 
-from tpubench import topology
-from tpubench.chips import CHIPS
 from tpubench.errors import UsageError
+from tpubench.platform import topology
+from tpubench.platform.chips import CHIPS
 
 HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None
 # In CI (CI=true) a missing libtpu FAILS these tests; elsewhere they are skipped.

@@ -12,8 +12,11 @@ import pytest
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import evaluation, mllog, registry, steps, train
+from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.loops import evaluation, steps
+from tpubench.loops import supervised as train
+from tpubench.mlperf import mllog
 from workloads.transformer import decode, download_multi30k, prepared
 from workloads.transformer import input_pipeline as ip
 from workloads.transformer import model as transformer_model

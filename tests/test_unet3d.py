@@ -13,8 +13,9 @@ import pytest
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import registry, steps
+from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.loops import steps
 from workloads.unet3d import brats, convert, dice, mni, model
 
 
@@ -312,7 +313,7 @@ def test_mini_reaches_its_dice_target_at_the_measured_step(tmp_path, seed):
     baseline of its docstring) at the measured eval, give or take one eval. Bites: a run that
     does not learn past the gradient-boosted trees' 0.6233 ends `aborted` at step 1,000 (the
     same curves' evals at 0.64 were met by one eval of one seed only)."""
-    from tpubench import train
+    from tpubench.loops import supervised as train
 
     cfg = config_lib.load("unet3d", "mini", {"run.seed": seed})
     summary = train.train_and_evaluate(cfg, tmp_path / "run")

@@ -1,6 +1,6 @@
 """Orbax checkpoints of a run: the train state plus the run's progress (step = data position,
 the run's clock anchor and accumulated times, the eval history), restorable onto any mesh.
-SIGTERM handling lives in `tpubench.preemption`.
+SIGTERM handling lives in `tpubench.loops.preemption`.
 
 Layout: `<workdir>/checkpoints/<step>/{state,progress}`. Restoring takes the target shardings
 from the abstract state, so a checkpoint saved data-parallel on 8 devices restores FSDP on 4.
@@ -15,7 +15,7 @@ import jax
 import orbax.checkpoint as ocp
 
 from tpubench import mesh as mesh_lib
-from tpubench.progress import Progress
+from tpubench.loops.progress import Progress
 
 CHECKPOINT_DIR = "checkpoints"
 
@@ -80,7 +80,7 @@ def restore_variables(workdir: str | os.PathLike, workload: Any) -> tuple[Any, A
     distillation run's frozen teacher, `workloads/bert/distill.py`, served without it): those
     are read and dropped.
     """
-    from tpubench import steps  # local import: steps imports optax/flax models
+    from tpubench.loops import steps  # local import: steps imports optax/flax models
 
     if not has_checkpoint(workdir):
         raise FileNotFoundError(

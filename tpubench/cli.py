@@ -5,8 +5,9 @@
     tpubench check LOG [--ruleset=0.7.0]
     tpubench report RESULTS_DIR [--out=DIR]            (tpubench.report.cli)
     tpubench infer WORKLOAD --config=... --scenario=... (tpubench.infer.cli)
-    tpubench fit WORKLOAD --config=full --topology=v5p:2x2x2 (tpubench.fit)
-    tpubench launch local --processes=N -- CMD ...      (tpubench.launch_local)
+    tpubench fit WORKLOAD --config=full --topology=v5p:2x2x2 (tpubench.platform.fit)
+    tpubench launch local --processes=N -- CMD ...      (tpubench.launch.local)
+    tpubench launch tpu-vm|slurm|multinode ...          (tpubench.launch.*)
     tpubench prepare WORKLOAD --config=full [--config.KEY=VALUE ...]  (tpubench.prepare)
 
 Bad input is a `UsageError`: one paragraph on stderr saying how to fix it, exit status 2, and
@@ -27,7 +28,7 @@ from tpubench.errors import UsageError
 _DELEGATES = {
     "report": "tpubench.report.cli:main",
     "infer": "tpubench.infer.cli:main",
-    "fit": "tpubench.fit:main",
+    "fit": "tpubench.platform.fit:main",
     "prepare": "tpubench.prepare:main",
 }
 
@@ -97,7 +98,7 @@ def parse_run(argv: list[str]):
     if positional:
         raise UsageError(f"unrecognized arguments: {' '.join(positional)}. Usage: {RUN_USAGE}")
     entry.check_workload(cfg, workload, entry._config_arg(rest))
-    from tpubench import multirun
+    from tpubench.loops import multirun
 
     runs = multirun.default_runs(cfg) if fv.runs is None else fv.runs
     multirun.check_runs(runs)
@@ -116,7 +117,9 @@ def _cmd_run(argv: list[str]) -> int:
     entry.check_workdir(results_root if workdir is None else workdir)
     entry.note_division(cfg)
 
-    from tpubench import chips, compile_cache, distributed, multirun, train
+    from tpubench.loops import multirun
+    from tpubench.loops import supervised as train
+    from tpubench.platform import chips, compile_cache, distributed
 
     compile_cache.enable(cfg)  # before the first compile (--config.run.compile_cache=false: off)
     distributed.initialize_from_env()  # before any JAX computation; no-op for one process
@@ -148,7 +151,7 @@ def _checker_rulesets(usage: str) -> list[str]:
 
 
 def _cmd_check(argv: list[str]) -> int:
-    from tpubench import mllog
+    from tpubench.mlperf import mllog
 
     parser = _Parser(prog="tpubench check",
                      description="Run the official MLPerf compliance checker.")
@@ -169,13 +172,19 @@ def _cmd_check(argv: list[str]) -> int:
     return 0 if result.valid else 1
 
 
-def _cmd_launch(argv: list[str]) -> int:
-    if not argv or argv[0] != "local":
-        raise UsageError("Usage: tpubench launch local --processes=N -- CMD ARGS... "
-                         "(Cloud TPU and SLURM launchers live in launch/, see the README).")
-    from tpubench import launch_local
+# `tpubench launch NAME ...`: every launcher lives in tpubench/launch/ (one place).
+_LAUNCHERS = {"local": "local", "tpu-vm": "tpu_vm", "slurm": "slurm", "multinode": "multinode"}
 
-    return launch_local.main(argv[1:])
+
+def _cmd_launch(argv: list[str]) -> int:
+    if not argv or argv[0] not in _LAUNCHERS:
+        raise UsageError(
+            "Usage: tpubench launch local --processes=N -- CMD ARGS..., or tpubench launch "
+            "{tpu-vm,slurm,multinode} ARGS... (for example "
+            "`tpubench launch tpu-vm all --name=tb --zone=ZONE --accelerator-type=v5p-16 "
+            "--dry-run -- tpubench run resnet --config=full`); each prints its own --help.")
+    module = importlib.import_module(f"tpubench.launch.{_LAUNCHERS[argv[0]]}")
+    return module.main(argv[1:])
 
 
 _COMMANDS = {"list": _cmd_list, "run": _cmd_run, "check": _cmd_check, "launch": _cmd_launch}
@@ -190,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "run":
-        from tpubench import preemption
+        from tpubench.loops import preemption
 
         preemption.install()  # before JAX is imported: SIGTERM at any moment is handled
     try:
@@ -204,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tpubench: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:
-        from tpubench import preemption
+        from tpubench.loops import preemption
 
         if not isinstance(e, preemption.PreemptedBeforeRun):
             raise

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from absl import flags, logging
 
 from tpubench import config as config_lib
-from tpubench import preemption
 from tpubench.errors import UsageError
+from tpubench.loops import preemption
 
 USAGE = ("python -m workloads.{name}.main --config=CONFIG --workdir=DIR [--config.KEY=VALUE ...] "
          "(CONFIG: a config name such as mini, or a file such as "
@@ -111,7 +111,8 @@ def main(workload_name: str, argv: Sequence[str]) -> int:
         cfg, workdir = parse(workload_name, argv)
         note_division(cfg)
 
-        from tpubench import compile_cache, distributed, train
+        from tpubench.loops import supervised as train
+        from tpubench.platform import compile_cache, distributed
 
         compile_cache.enable(cfg)  # before the first compile (off: run.compile_cache=false)
         logging.set_verbosity(logging.WARNING)  # orbax/absl INFO chatter; progress is printed
@@ -126,7 +127,7 @@ def main(workload_name: str, argv: Sequence[str]) -> int:
 def run(workload_name: str) -> None:
     """`main` on this process's command line; never returns. (Not `absl.app.run`: its handler
     for a non-zero exit reads flags that a failed parse left unparsed, and prints a traceback.)"""
-    preemption.install()  # first: SIGTERM at any moment is handled (tpubench.preemption)
+    preemption.install()  # first: SIGTERM at any moment is handled (tpubench.loops.preemption)
     try:
         sys.exit(main(workload_name, sys.argv[1:]))
     except preemption.PreemptedBeforeRun as e:

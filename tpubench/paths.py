@@ -2,8 +2,9 @@
 
 `cache_dir()` is `$TPUBENCH_CACHE_DIR` when set (and not empty), else `~/.cache/tpubench`. It is
 read at each call, so tests (tests/conftest.py) and users can point it elsewhere at any time.
-What lives there: the measured CPU peak (`tpubench.perf`), JAX's persistent compilation cache
-(`tpubench.compile_cache`), the transformer's prepared data
+What lives there: the measured CPU peak (`tpubench.platform.perf`), JAX's persistent compilation
+cache
+(`tpubench.platform.compile_cache`), the transformer's prepared data
 (`workloads/transformer/prepared.py`, unless `--config.data.cache_dir` says otherwise).
 """
 

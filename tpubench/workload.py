@@ -1,14 +1,15 @@
 """The workload contract: what a benchmark declares, and nothing about how it is run.
 
 A workload is model + data + loss + metric + target. It never owns a training loop, a clock, a
-logger, a mesh or a checkpoint: `tpubench.train` does. Every method here is either pure (safe to
+logger, a mesh or a checkpoint: `tpubench.loops.supervised` does. Every method here is either pure
+(safe to
 trace under `jax.jit`) or host-side and says so.
 
 Batches are dicts of arrays. A train batch is the GLOBAL batch (leading dim = global batch size);
 the harness shards it over the mesh's batch axes. An eval batch additionally carries a float
 `"mask"` of shape [batch] (1 for real examples, 0 for padding) so that the last, partial eval
 batch can be padded to a fixed shape without a recompile. The workload never applies that mask:
-its `eval_step` returns per-example values and the harness masks them (`tpubench.evaluation`).
+its `eval_step` returns per-example values and the harness masks them (`tpubench.loops.evaluation`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import optax
 from flax import linen as nn
 
 from tpubench import sources
-from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.loops.evaluation import EvalOutput, EvalResults
 
 Batch = dict[str, Any]
 PyTree = Any
@@ -77,8 +78,9 @@ class Workload(abc.ABC):
     name: str = ""
     mlperf_name: str = ""
     data_sources: ClassVar[Mapping[str, sources.DataSource]] = {}
-    # Which harness loop runs it: "supervised" (`tpubench.train`) or "generations" (self-play
-    # reinforcement learning, `tpubench.generations.GenerationWorkload`).
+    # Which harness loop runs it: "supervised" (`tpubench.loops.supervised`) or "generations"
+    # (self-play
+    # reinforcement learning, `tpubench.loops.selfplay.GenerationWorkload`).
     loop: ClassVar[str] = "supervised"
 
     def __init__(self, config: ml_collections.ConfigDict):
@@ -164,13 +166,13 @@ class Workload(abc.ABC):
     def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> EvalOutput:
         """Eval statistics of one batch, PER EXAMPLE, computed on device. Pure.
 
-        Returns `tpubench.evaluation.EvalOutput(sums=..., per_example=...)`, every array with
+        Returns `tpubench.loops.evaluation.EvalOutput(sums=..., per_example=...)`, every array with
         the batch as leading dimension. `sums` are per-example statistics the harness adds up
         (correct predictions, a per-example loss, a [B, slots] weighted count); `per_example`
         are outputs the host needs row by row (decoded ids for BLEU, scores for AUC).
 
         The workload never applies `batch["mask"]`: the harness weights every `sums` row by it
-        and drops the padding rows of `per_example` (`tpubench.evaluation.masked`), so padding
+        and drops the padding rows of `per_example` (`tpubench.loops.evaluation.masked`), so padding
         cannot change the quality. Returning a batch-reduced scalar is an error. Prefer sums:
         per-example outputs cross device->host.
         """
@@ -179,7 +181,7 @@ class Workload(abc.ABC):
     def eval_finalize(self, results: EvalResults) -> float:
         """Host side: the quality metric (accuracy, BLEU, AUC) from the whole eval.
 
-        `results` (`tpubench.evaluation.EvalResults`): `sums` added over every real example of
+        `results` (`tpubench.loops.evaluation.EvalResults`): `sums` added over every real example of
         every batch and host, `per_example` rows of the real examples only (in eval-batch
         order), and `examples`, the number of real examples.
         """

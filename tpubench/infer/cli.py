@@ -110,7 +110,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     cfg = config_lib.load(args.workload, args.config, overrides)
     with cfg.unlocked():
         cfg.workload = cfg.workload or args.workload
-    from tpubench import compile_cache
+    from tpubench.platform import compile_cache
 
     compile_cache.enable(cfg)  # before the first compile (--config.run.compile_cache=false: off)
     workload = registry.create(cfg)

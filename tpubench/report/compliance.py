@@ -1,6 +1,6 @@
 """The official compliance checker's verdict on each log, in process, cached by file content.
 
-`tpubench.mllog.check_compliance` runs `python -m mlperf_logging.compliance_checker` in a
+`tpubench.mlperf.mllog.check_compliance` runs `python -m mlperf_logging.compliance_checker` in a
 subprocess: right for one log, slow for a results tree (~1 s of interpreter start per log, ~260
 logs in Google's v0.7 tree). The checker's own Python API (`mlp_compliance.make_checker` +
 `mlp_compliance.main`, which the official result summarizer itself calls in process) does the
@@ -22,8 +22,8 @@ import pathlib
 import threading
 from collections.abc import Iterable, Iterator
 
-from tpubench import rules
-from tpubench.mllog import ComplianceResult, check_compliance
+from tpubench.mlperf import rules
+from tpubench.mlperf.mllog import ComplianceResult, check_compliance
 
 USAGE = rules.USAGE
 RULESET = rules.RULESET

@@ -6,7 +6,8 @@ sources:
 
 - an MLPerf result log (`results/<system>/<benchmark>/result_<i>.txt`), parsed line by line;
 - one of our work directories (`summary.json` + `mlperf_log.txt`). For an MLPerf run the log
-  alone gives the clock, the quality reached and the target (from `tpubench.rules`, never from
+  alone gives the clock, the quality reached and the target (from `tpubench.mlperf.rules`, never
+  from
   the summary); the summary gives the platform, config and `is_mlperf`.
 
 Resumed runs (see docs/report.md): a preempted tpubench run keeps ONE log across attempts:
@@ -64,7 +65,7 @@ class Run:
     is_mlperf: bool = True
     log_path: str | None = None
     config: str = ""
-    compliance: Any = None  # a tpubench.mllog.ComplianceResult once checked
+    compliance: Any = None  # a tpubench.mlperf.mllog.ComplianceResult once checked
     attempts: int = 1
     division: str = ""  # "closed", "open", or "" when the log does not say
     preempted_at_step: int | None = None  # set when the log ends preempted
@@ -228,7 +229,8 @@ def run_from_workdir(summary_path: str | os.PathLike) -> Run:
     """A `Run` from one of our work directories (`summary.json`, plus `mlperf_log.txt` if any).
 
     An MLPerf run (`is_mlperf: true` and not open division in its log) is scored from its log
-    only: time = run_stop - run_start, target from `tpubench.rules`. Without a log, with a log
+    only: time = run_stop - run_start, target from `tpubench.mlperf.rules`. Without a log, with a
+    log
     that ends preempted, or with a log that holds only the last attempt of a resumed run, it
     gets `not_scored` set. A run that is not MLPerf keeps the summary's own target and clock.
     """

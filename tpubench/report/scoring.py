@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from tpubench import rules
+from tpubench.mlperf import rules
 from tpubench.report.logs import Run
 from tpubench.report.targets import required_runs
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from tpubench import rules
+from tpubench.mlperf import rules
 from tpubench.report.logs import Run, why_not_mlperf
 from tpubench.report.scoring import BenchmarkResult, mini_summary
 from tpubench.report.targets import target_for
@@ -103,7 +103,8 @@ def markdown_report(
     runs that are not MLPerf and what could not be scored, each apart."""
     parts = [f"# {title}", "",
              f"Scores by the MLPerf Training {rules.ROUND} rules (ruleset {rules.RULESET}, "
-             "targets from tpubench.rules): run time = run_stop - run_start (a resumed run's "
+             "targets from tpubench.mlperf.rules): run time = run_stop - run_start (a resumed "
+             "run's "
              "one log spans every attempt, outage included); olympic mean of N runs (drop "
              "fastest and slowest); one non-converged run counts as the slowest, two make the "
              "result invalid; fewer runs than required: INCOMPLETE, not valid, left out of "

@@ -1,6 +1,7 @@
-"""MLPerf Training v0.7 quality targets and required run counts, as `tpubench.rules` states them.
+"""MLPerf Training v0.7 quality targets and required run counts, as `tpubench.mlperf.rules` states
+them.
 
-`tpubench.rules` is the one source of truth (the 0.7.0 checker's targets, BERT 0.712 at every
+`tpubench.mlperf.rules` is the one source of truth (the 0.7.0 checker's targets, BERT 0.712 at every
 batch size); this module only turns its thresholds into `QualityTarget`s the report can test
 logged values against. A target is never taken from a run's own summary for an MLPerf run.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tpubench import rules
+from tpubench.mlperf import rules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +64,7 @@ class QualityTarget:
 
 
 def target_for(benchmark: str) -> QualityTarget | None:
-    """The v0.7 target of an MLPerf benchmark (`tpubench.rules`); None for other names."""
+    """The v0.7 target of an MLPerf benchmark (`tpubench.mlperf.rules`); None for other names."""
     if benchmark not in rules.TARGETS:
         return None
     metric, thresholds = rules.TARGETS[benchmark]
@@ -71,5 +72,5 @@ def target_for(benchmark: str) -> QualityTarget | None:
 
 
 def required_runs(benchmark: str) -> int | None:
-    """Runs a v0.7 result needs (5 or 10, `tpubench.rules`); None for other names."""
+    """Runs a v0.7 result needs (5 or 10, `tpubench.mlperf.rules`); None for other names."""
     return rules.required_runs(benchmark)

@@ -25,8 +25,8 @@ import pathlib
 import re
 from collections import defaultdict
 
-from tpubench import rules
 from tpubench.errors import UsageError
+from tpubench.mlperf import rules
 from tpubench.report.logs import (
     Run,
     chips_from_platform,

@@ -30,8 +30,8 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 
-from tpubench import results
 from tpubench.errors import UsageError
+from tpubench.mlperf import results
 from workloads.bert import pretrained
 
 HINT = ("--config.model.distill.teacher takes the --workdir of a finished `tpubench run bert` "

@@ -42,9 +42,10 @@ import optax
 from flax import linen as nn
 from flax import traverse_util
 
-from tpubench import data, paths
+from tpubench import paths
 from tpubench.errors import UsageError
-from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.loops import feed as data
+from tpubench.loops.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource, tfds_builder
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.bert import (

@@ -1,4 +1,4 @@
-"""DeepLab mini inputs: canvas digits (`tpubench.detection.canvas`, the SSD and Mask R-CNN
+"""DeepLab mini inputs: canvas digits (`tpubench.datasets.canvas`, the SSD and Mask R-CNN
 minis' canvases: 64x64, 1-4 real MNIST-5k glyphs) with a per-pixel class map: 0 background,
 digit + 1 on each glyph's ink pixels (the glyph mask: pasted intensity above `canvas.INK`);
 where two glyphs' ink overlaps (boxes overlap by at most 0.1 IoU), the later-pasted glyph's
@@ -16,8 +16,8 @@ import functools
 import ml_collections
 import numpy as np
 
-from tpubench import data
-from tpubench.detection import canvas
+from tpubench.datasets import canvas
+from tpubench.loops import feed as data
 from workloads.ssd.input_pipeline import EVAL_SEED
 
 

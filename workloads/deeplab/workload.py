@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from tpubench.detection import canvas
-from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.datasets import canvas
+from tpubench.loops.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.deeplab import ade20k, input_pipeline, miou, model

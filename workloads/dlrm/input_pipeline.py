@@ -20,8 +20,8 @@ from collections.abc import Iterator
 import ml_collections
 import numpy as np
 
-from tpubench import data
 from tpubench.errors import UsageError
+from tpubench.loops import feed as data
 from workloads.dlrm import criteo, flights
 
 Batch = dict[str, np.ndarray]

@@ -1,4 +1,4 @@
-"""Mask R-CNN inputs: canvas digits with instance masks (the mini; `tpubench.detection.canvas`).
+"""Mask R-CNN inputs: canvas digits with instance masks (the mini; `tpubench.datasets.canvas`).
 
 Batches: train {"inputs" [B, H, W, C], "boxes" [B, M, 4] exclusive PIXEL ltrb of the padded
 input, "labels" [B, M] int32 (0 = padding), "image_hw" [B, 2] (the image's height and width
@@ -18,8 +18,9 @@ import functools
 import ml_collections
 import numpy as np
 
-from tpubench import data
-from tpubench.detection import canvas, masks
+from tpubench.datasets import canvas
+from tpubench.detection import masks
+from tpubench.loops import feed as data
 from workloads.ssd.input_pipeline import EVAL_SEED
 
 

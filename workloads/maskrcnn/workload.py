@@ -20,9 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from tpubench.detection import canvas, coco_eval, fpn_anchors, masks
+from tpubench.datasets import canvas
+from tpubench.detection import coco_eval, fpn_anchors, masks
 from tpubench.errors import UsageError
-from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.loops.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.maskrcnn import coco, input_pipeline, model, optim, rcnn

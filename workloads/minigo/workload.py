@@ -1,7 +1,7 @@
 """MiniGo (MLPerf `minigo`): reinforcement learning of Go by self-play, the contract only.
 
 The generation loop (self-play -> train on the recent games -> evaluation games) is the
-harness's (`tpubench.generations`); this module says what a generation plays and learns:
+harness's (`tpubench.loops.selfplay`); this module says what a generation plays and learns:
 
   selfplay   `data.games_per_generation` games of batched MCTS (`workloads/minigo/play.py`:
              pgx rules, mctx search) with the current network, on device; every position
@@ -30,8 +30,8 @@ import optax
 from flax import linen as nn
 
 from tpubench.errors import UsageError
-from tpubench.evaluation import EvalOutput, EvalResults
-from tpubench.generations import GenerationWorkload
+from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.loops.selfplay import GenerationWorkload
 from workloads.minigo import gtp, match, play, symmetry
 from workloads.minigo.model import DualNet
 

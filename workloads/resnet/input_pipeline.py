@@ -19,8 +19,9 @@ from collections.abc import Iterator
 import ml_collections
 import numpy as np
 
-from tpubench import data, sources
+from tpubench import sources
 from tpubench.errors import UsageError
+from tpubench.loops import feed as data
 from workloads.resnet.model import MEAN_RGB, STDDEV_RGB
 
 CROP_PADDING = 32

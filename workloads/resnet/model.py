@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from tpubench import convolution, layers
+from tpubench.nn import convolution, layers
 
 ModuleDef = Any
 CONV_AXES = ("conv_h", "conv_w", "conv_in", "conv_out")
@@ -68,7 +68,7 @@ class ResNet(nn.Module):
     bn_momentum: float = 0.9
     bn_epsilon: float = 1e-5
     bn_span: int = 0  # examples per batch-norm statistics group (config.model_bn_span); 0 = all
-    conv_impl: str = "auto"  # tpubench.convolution: 1x1 convolutions as matmuls on CPU
+    conv_impl: str = "auto"  # tpubench.nn.convolution: 1x1 convolutions as matmuls on CPU
 
     @nn.compact
     def __call__(self, x, train: bool = True):

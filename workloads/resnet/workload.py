@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from tpubench import layers
-from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.nn import layers
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.resnet import input_pipeline, mobilenet_edgetpu, model, optim
@@ -148,7 +148,7 @@ class ResNetWorkload(Workload):
     # ---- data: see DATA_SOURCES ----------------------------------------------------------------
     # ---- MLPerf log ----------------------------------------------------------------------------
     def model_bn_span(self) -> int:
-        """Examples per batch-norm statistics group (`tpubench.layers.bn_span`)."""
+        """Examples per batch-norm statistics group (`tpubench.nn.layers.bn_span`)."""
         return layers.bn_span(self.config)
 
     def mllog_hyperparameters(self) -> dict[str, Any]:

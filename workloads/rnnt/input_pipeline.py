@@ -21,8 +21,8 @@ from typing import Any
 import ml_collections
 import numpy as np
 
-from tpubench import data as data_lib
 from tpubench.errors import UsageError
+from tpubench.loops import feed as data_lib
 from workloads.rnnt import features as features_lib
 from workloads.rnnt import text
 

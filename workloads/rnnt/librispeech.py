@@ -16,9 +16,9 @@ from typing import Any
 import ml_collections
 import numpy as np
 
-from tpubench import data as data_lib
 from tpubench import sources
 from tpubench.errors import UsageError
+from tpubench.loops import feed as data_lib
 from workloads.rnnt import input_pipeline
 
 MAX_EVAL_SECONDS = 15.0

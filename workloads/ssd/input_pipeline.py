@@ -1,4 +1,4 @@
-"""SSD inputs: the canvas digits (the mini, `tpubench.detection.canvas`) and COCO 2017 through
+"""SSD inputs: the canvas digits (the mini, `tpubench.datasets.canvas`) and COCO 2017 through
 tfds (the full config, `workloads/ssd/coco.py`).
 
 Batches: train {"inputs" [B, H, W, C], "boxes" [B, M, 4] normalised ltrb, "labels" [B, M]
@@ -14,8 +14,8 @@ import functools
 import ml_collections
 import numpy as np
 
-from tpubench import data
-from tpubench.detection import canvas
+from tpubench.datasets import canvas
+from tpubench.loops import feed as data
 
 EVAL_SEED = 1_000_003  # the fixed eval canvases: rng([EVAL_SEED, index])
 

@@ -27,7 +27,7 @@ from typing import Any
 import jax.numpy as jnp
 from flax import linen as nn
 
-from tpubench import layers
+from tpubench.nn import layers
 
 V1_PLAN = ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1), (512, 1),
            (512, 1), (512, 1), (512, 1), (1024, 2), (1024, 1))

@@ -30,7 +30,7 @@ from typing import Any
 import jax.numpy as jnp
 from flax import linen as nn
 
-from tpubench import layers
+from tpubench.nn import layers
 
 CONV_AXES = ("conv_h", "conv_w", "conv_in", "conv_out")
 ModuleDef = Any

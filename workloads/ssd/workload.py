@@ -18,9 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from tpubench import layers
 from tpubench.detection import coco_eval, default_boxes, loss, matching, nms
-from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.nn import layers
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.ssd import coco, convert, convert_mobilenet, input_pipeline, model, optim
@@ -201,7 +201,7 @@ class SSDWorkload(Workload):
 
     # ---- MLPerf log ----------------------------------------------------------------------------
     def model_bn_span(self) -> int:
-        """Examples per batch-norm statistics group (`tpubench.layers.bn_span`)."""
+        """Examples per batch-norm statistics group (`tpubench.nn.layers.bn_span`)."""
         return layers.bn_span(self.config)
 
     def mllog_hyperparameters(self) -> dict[str, Any]:

@@ -125,7 +125,7 @@ def eval_arrays(config) -> dict[str, np.ndarray]:
 
 def eval_batches(config, process_index: int, process_count: int) -> Iterator[dict]:
     """The cases in order, padded with mask 0 to whole eval batches."""
-    from tpubench import data
+    from tpubench.loops import feed as data
 
     return data.in_memory_eval_batches(eval_arrays(config), config.eval.batch_size,
                                        process_index, process_count)

@@ -133,8 +133,8 @@ def write_checkpoint(params: Any, workload: Any, workdir: str | os.PathLike) -> 
     import jax.numpy as jnp
 
     from tpubench import checkpoint
-    from tpubench.progress import Progress
-    from tpubench.steps import TrainState
+    from tpubench.loops.progress import Progress
+    from tpubench.loops.steps import TrainState
 
     params = jax.tree.map(jnp.asarray, params)
     state = TrainState(step=jnp.zeros([], jnp.int32), params=params,
@@ -147,7 +147,8 @@ def write_checkpoint(params: Any, workload: Any, workdir: str | os.PathLike) -> 
 def main(argv: list[str] | None = None) -> int:
     """python -m workloads.unet3d.convert WEIGHTS WORKDIR [--config=full]"""
     from tpubench import config as config_lib
-    from tpubench import registry, steps
+    from tpubench import registry
+    from tpubench.loops import steps
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("weights")

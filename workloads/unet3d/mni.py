@@ -214,7 +214,7 @@ def eval_arrays(crop: int, stride: int | None = None) -> dict[str, np.ndarray]:
 
 def eval_batches(config, process_index: int, process_count: int):
     """The eval crops in order, padded with mask 0 to whole eval batches."""
-    from tpubench import data
+    from tpubench.loops import feed as data
 
     return data.in_memory_eval_batches(eval_arrays(int(config.data.crop_size),
                                                    eval_stride(config)),

@@ -13,7 +13,7 @@ abstractly (param count exact) and its MLPerf log, from one step of a shrunken m
 data at global batch 8192, fails no compliance check but the quality target.
 """
 
-from tpubench import rules
+from tpubench.mlperf import rules
 from workloads.bert.configs._common import bert_base_config
 
 

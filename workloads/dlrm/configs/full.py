@@ -36,8 +36,8 @@ scatter-add), while a step touches at most 55,296 rows of each table. The compil
 took 603 s (row-sparse) and 803 s (dense) on the shared 2-core machine.
 """
 
-from tpubench import rules
 from tpubench.config import base_config
+from tpubench.mlperf import rules
 
 # facebookresearch/dlrm, dlrm_s_pytorch.py: Criteo Terabyte MLPerf training, max-ind-range 40M.
 CRITEO_1TB_TABLE_SIZES = (

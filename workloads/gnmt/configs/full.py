@@ -51,8 +51,8 @@ examples/s). Before the sources gained their `<s>`: 3.00 GiB, 0.865 TFLOP, 23.98
 
 import ml_collections
 
-from tpubench import rules
 from tpubench.config import base_config
+from tpubench.mlperf import rules
 
 
 def get_config() -> ml_collections.ConfigDict:

@@ -17,7 +17,8 @@ Numbers from the v0.7 reference, mlcommons/training object_detection/pytorch
 - ROI_HEADS: FG/BG IoU 0.5/0.5, BBOX_REG_WEIGHTS (10, 10, 5, 5), BATCH_SIZE_PER_IMAGE 512,
   POSITIVE_FRACTION 0.25, SCORE_THRESH 0.05, NMS 0.5, DETECTIONS_PER_IMG 100; box pooler 7x7,
   mask pooler 14x14, sampling ratio 2, masks 28x28, 81 classes; FREEZE_CONV_BODY_AT 2.
-- MLPERF: MIN_BBOX_MAP 0.377, MIN_SEGM_MAP 0.339 (here from tpubench/rules.py); evaluation every
+- MLPERF: MIN_BBOX_MAP 0.377, MIN_SEGM_MAP 0.339 (here from tpubench/mlperf/rules.py); evaluation
+every
   epoch (../shared/docs/WORKLOADS.md); 117,266 train images (COCO train2017 with annotations:
   the reference's COCODataset drops images without any) and the 5,000 val2017 images.
 - Backbone: ImageNet R-50 from a user-provided file (`model.backbone_checkpoint`, a torchvision
@@ -85,8 +86,8 @@ change's share in finishing is not separated from the lighter load; the parts af
 
 import ml_collections
 
-from tpubench import rules
 from tpubench.config import base_config
+from tpubench.mlperf import rules
 
 TRAIN_SAMPLES = 117_266
 EVAL_SAMPLES = 5_000

@@ -12,15 +12,15 @@ N*N//12 moves: `softpick_move_cutoff` in `strategies.py`), the loop
 (`ml_perf/train_loop.py`: window_size 5 generations, examples_per_generation 131072, i.e. 32
 steps of 4096) and `closed_minigo.yaml` (>= 8,192 games per generation). The target is the
 reference's frozen target model, converted to an .npz (`eval.target_file`); win rate >= 0.50
-(`tpubench/rules.py`). Not run here (CPU only): checked abstractly and by `tpubench fit`.
+(`tpubench/mlperf/rules.py`). Not run here (CPU only): checked abstractly and by `tpubench fit`.
 Not implemented from the reference: playing 75% of self-play moves with 80 readouts ("fast
 play"), resignation, and holdout validation.
 """
 
 import ml_collections
 
-from tpubench import rules
 from tpubench.config import base_config
+from tpubench.mlperf import rules
 
 
 def get_config() -> ml_collections.ConfigDict:

@@ -15,8 +15,8 @@ AOT compile and MFU are in the README's benchmark table.
 
 import ml_collections
 
-from tpubench import rules
 from tpubench.config import base_config, steps_for_epochs
+from tpubench.mlperf import rules
 
 
 def set_schedule(c: ml_collections.ConfigDict, warmup_epochs: float, train_epochs: float) -> None:
@@ -48,7 +48,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.model.label_smoothing = 0.1
     c.model.arch = "resnet"  # or "mobilenet_edgetpu" (configs/mobilenet_edgetpu.py)
     c.model.update({"stage_sizes": (3, 4, 6, 3), "num_filters": 64, "stem": "imagenet"})
-    # How convolutions are computed, not what (tpubench/convolution.py): "auto" = 1x1 as matmuls
+    # How convolutions are computed, not what (tpubench/nn/convolution.py): "auto" = 1x1 as matmuls
     # when tracing for CPU (XLA:CPU runs them 3x faster so), lax convolutions elsewhere.
     c.model.conv_impl = "auto"
     c.optimizer.update({"name": "lars", "learning_rate": 23.08, "momentum": 0.9537,

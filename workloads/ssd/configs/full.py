@@ -3,7 +3,7 @@
 Numbers from the v0.7 reference, mlcommons/training single_stage_detector/ssd:
 - train.py: SGD momentum 0.9, weight decay 5e-4, lr 2.5e-3 * global_batch / 32, x0.1 at
   epochs 40 and 50 (`--lr-decay-schedule`), evals at epochs 40, 50, 55, ... 80
-  (`--evaluation`), target 0.23 (`--threshold`; here from tpubench/rules.py), warmup factor 0
+  (`--evaluation`), target 0.23 (`--threshold`; here from tpubench/mlperf/rules.py), warmup factor 0
   (run_and_time.sh `--warmup-factor 0`), cropping iterations 1 (`--num-cropping-iterations`,
   logged as `max_samples`), 81 labels (80 categories + background), 300x300 input,
   dboxes300_coco() default boxes.
@@ -13,7 +13,7 @@ Numbers from the v0.7 reference, mlcommons/training single_stage_detector/ssd:
   one warmup step. Chosen here: 1 epoch at global batch 256 (8 x the reference's 32 per GPU).
 
 Eval cadence: the reference's epochs exactly, 40, 50, 55, 60, 65, 70, 75, 80 (train.py
-`--evaluation` default), as listed sample points (`eval.sample_points`, tpubench/cadence.py):
+`--evaluation` default), as listed sample points (`eval.sample_points`, tpubench/loops/cadence.py):
 each eval runs after the first step at or past epoch * 117,266 samples.
 
     tpubench run ssd --config=full --workdir=DIR --config.data.dir=TFDS_DIR \\
@@ -31,8 +31,8 @@ step 5.88 TFLOP and 49.96 GB accessed per device, roofline step >= 41.6 ms (memo
 
 import ml_collections
 
-from tpubench import rules
 from tpubench.config import base_config, steps_for_epochs
+from tpubench.mlperf import rules
 
 TRAIN_SAMPLES = 117_266  # COCO train2017 images with at least one box (utils.py COCODetection)
 EVAL_SAMPLES = 4_952  # val2017 images with at least one box

@@ -1,7 +1,7 @@
 """SSD (same model code: ResNet blocks (1, 1, 1) of 16/32/64 filters, three extra blocks) on
 canvas digits: 64x64 canvases with 1-4 real MNIST-5k glyphs (14-30 px tall) each, exact ink
 boxes, 10 classes + background, fresh canvases every step from the 4,000 train glyphs; eval on
-500 fixed canvases of the 1,000 held-out glyphs (tpubench/detection/canvas.py). NOT an MLPerf
+500 fixed canvases of the 1,000 held-out glyphs (tpubench/datasets/canvas.py). NOT an MLPerf
 result.
 
     tpubench run ssd --config=mini --workdir=DIR

@@ -34,8 +34,8 @@ log fails only the quality target once the harness logs max_sequence_length's me
 
 import ml_collections
 
-from tpubench import rules
 from tpubench.config import base_config
+from tpubench.mlperf import rules
 
 
 def get_config() -> ml_collections.ConfigDict:

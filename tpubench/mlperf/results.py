@@ -8,7 +8,7 @@
     <workdir>/summary.json               written once, when the run ends
     <workdir>/sharding.json, sharding.txt
                                          where every state leaf lives, written at init
-                                         (`tpubench.sharding_report`)
+                                         (`tpubench.platform.sharding_report`)
     <workdir>/checkpoints/               orbax (resume, inference)
 
 Runs without an explicit --workdir go to `results/<mlperf|mini>/<platform>/<workload>/<config>/

@@ -23,8 +23,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tpubench.chips import CHIPS, Chip
 from tpubench.errors import UsageError
+from tpubench.platform.chips import CHIPS, Chip
 
 KNOWN_FORMS = (
     "v4:AxBxC and v5p:AxBxC (3-D chip grid, e.g. v4:2x2x1, v5p:2x2x2, v5p:4x4x4); "
@@ -50,7 +50,7 @@ _GPU_KINDS = ("a100", "h100", "h200")
 
 @dataclasses.dataclass(frozen=True)
 class Topology:
-    """A parsed target. `chip` is a key of `tpubench.chips.CHIPS`, or "cpu"."""
+    """A parsed target. `chip` is a key of `tpubench.platform.chips.CHIPS`, or "cpu"."""
 
     name: str  # canonical spelling, e.g. "v5p:2x2x2"
     platform: str  # "tpu" | "cpu" | "gpu"

@@ -27,8 +27,8 @@ from typing import Any
 
 import ml_collections
 
-from tpubench import convolution
 from tpubench.errors import UsageError
+from tpubench.nn import convolution
 
 RULES = "MLPerf Training Rules v0.7"
 
@@ -163,7 +163,7 @@ _RESNET = "resnet | lars/sgd | "
 WORKLOADS: dict[str, dict[str, Tunable]] = {
     "resnet": {
         "model.conv_impl": Tunable(_GRAPH, _one_of("model.conv_impl", convolution.IMPLS,
-                                                   "tpubench/convolution.py: same convolution")),
+                                                   "tpubench/nn/convolution.py: same convolution")),
         "data.uint8_pixels": Tunable(
             f"{RULES}, Numerical formats: \"CLOSED: The numerical formats [...] uint8 [...] are "
             "pre-approved for use\" (the resized pixels sent as uint8 and normalised on device, "

@@ -1,4 +1,5 @@
-"""The one eval path, shared by training (`tpubench.train`) and inference (`tpubench.infer`).
+"""The one eval path, shared by training (`tpubench.loops.supervised`) and inference
+(`tpubench.infer`).
 
     Workload.eval_step(params, model_state, batch) -> EvalOutput       per-example values, on device
     masked(output, batch["mask"])                  -> BatchEval        the harness applies the mask
@@ -83,7 +84,8 @@ def _check(name: str, value: jax.Array, batch_size: int, kind: str) -> None:
         raise ValueError(
             f"eval_step's {kind}[{name!r}] has shape {jnp.shape(value)}; every eval output must "
             f"be per example, with leading dimension the batch ({batch_size}). Return the "
-            "unreduced values: the harness applies the mask and sums (tpubench/evaluation.py)."
+            "unreduced values: the harness applies the mask and sums "
+            "(tpubench/loops/evaluation.py)."
         )
 
 
@@ -91,7 +93,8 @@ def masked(output: EvalOutput, mask: jax.Array) -> BatchEval:
     """Apply the eval mask to one batch's `EvalOutput` (pure; runs inside the eval step)."""
     if not isinstance(output, EvalOutput):
         raise TypeError(
-            f"eval_step must return tpubench.evaluation.EvalOutput, not {type(output).__name__}."
+            "eval_step must return tpubench.loops.evaluation.EvalOutput, not "
+            f"{type(output).__name__}."
         )
     mask = jnp.asarray(mask, jnp.float32)
     b = mask.shape[0]

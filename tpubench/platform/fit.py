@@ -2,7 +2,8 @@
 
 Will this config fit that slice, and how fast could a step be at best? Answered before renting
 the hardware: the mesh is built over the target's devices (compile-only TPU devices from libtpu,
-`tpubench.topology`), and the harness's own `JitEngine` AOT-compiles the real train block (K steps
+`tpubench.platform.topology`), and the harness's own `JitEngine` AOT-compiles the real train block
+(K steps
 per dispatch, the input block included) and eval step for them, exactly as `tpubench run` would.
 From the compiled executables:
 
@@ -13,7 +14,8 @@ From the compiled executables:
   of an unrolled one, so the block's figures are `scan_unroll` steps' (or K's) and a K=1 block
   has no loop at all; one step compiled alone is the same for every K and unroll;
 - a roofline lower bound of the step time, max(FLOPs / peak FLOP/s, bytes / HBM bandwidth), with
-  the peak of the matmul unit that runs the config's dtype, per JAX device (`tpubench.chips`).
+  the peak of the matmul unit that runs the config's dtype, per JAX device
+  (`tpubench.platform.chips`).
 
 Exit status 0 when it fits, 1 when it does not (the reason is printed: over HBM, or XLA itself
 ran out of memory while compiling), 2 for bad input.
@@ -111,7 +113,7 @@ def _cost(compiled: Any) -> tuple[float, float]:
 
 def _peaks(topo: Any, dtype: str) -> tuple[float, float | None, float | None]:
     """(peak FLOP/s, HBM bytes, HBM bytes/s) of one JAX device of `topo`."""
-    from tpubench import perf
+    from tpubench.platform import perf
 
     chip = topo.chip_spec
     if chip is None:  # CPU: measured peak shared by the process's devices; no HBM
@@ -126,7 +128,7 @@ def one_step_cost(engine: Any) -> tuple[float, float]:
     import jax
 
     from tpubench import mesh as mesh_lib
-    from tpubench import steps
+    from tpubench.loops import steps
 
     gbs = engine.config.data.global_batch_size
     state_in = mesh_lib.with_shardings(engine.abstract_state, engine.state_shardings)
@@ -146,9 +148,10 @@ def _is_oom(error: Exception) -> bool:
 
 def fit(config: Any, topology_name: str) -> FitReport:
     """Compile `config` for `topology_name` and measure it (see module doc)."""
-    from tpubench import engine as engine_lib
     from tpubench import mesh as mesh_lib
-    from tpubench import registry, topology
+    from tpubench import registry
+    from tpubench.loops import engine as engine_lib
+    from tpubench.platform import topology
 
     topo = topology.parse(topology_name)
     workload = registry.create(config)
@@ -232,7 +235,8 @@ def format_report(r: FitReport) -> str:
 def main(argv: list[str]) -> int:
     """Entry point of `tpubench fit` (`argv` = the words after `fit`)."""
     from tpubench import config as config_lib
-    from tpubench import registry, topology
+    from tpubench import registry
+    from tpubench.platform import topology
 
     parser = argparse.ArgumentParser(
         prog="tpubench fit",

@@ -1,6 +1,6 @@
 """The pure step functions every workload shares: train state, one train step, a dispatch of K
 steps under `lax.scan` (one host call; its metrics summarised on device), and the eval step. No
-mesh, no host: `tpubench.engine` compiles them.
+mesh, no host: `tpubench.loops.engine` compiles them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import optax
 from flax import linen as nn
 from jax import lax
 
-from tpubench import evaluation
+from tpubench.loops import evaluation
 from tpubench.workload import Batch, Workload
 
 
@@ -157,7 +157,7 @@ def make_synthetic_dispatch(
 
 def make_eval_step(workload: Workload) -> Callable[[TrainState, Batch], evaluation.BatchEval]:
     """The workload's eval step on the state, with the mask applied by the harness
-    (`tpubench.evaluation.masked`): masked scalar sums plus the per-example outputs."""
+    (`tpubench.loops.evaluation.masked`): masked scalar sums plus the per-example outputs."""
     evaluate = evaluation.eval_fn(workload)
 
     def eval_step(state: TrainState, batch: Batch) -> evaluation.BatchEval:

@@ -1,11 +1,12 @@
 """Plain multi-node `jax.distributed` (no SLURM, no TPU metadata): one process per host.
 
-    python launch/multinode.py --hosts=10.0.0.2,10.0.0.3 [--port=12355] [--workdir=DIR] \
+    python tpubench/launch/multinode.py --hosts=10.0.0.2,10.0.0.3 [--port=12355] [--workdir=DIR] \
         [--dry-run] -- tpubench run resnet --config=full
 
 Process i runs on host i with `TPUBENCH_COORDINATOR=<first host>:<port>`,
 `TPUBENCH_NUM_PROCESSES=<hosts>` and `TPUBENCH_PROCESS_ID=i`, which
-`tpubench.distributed.initialize_from_env()` passes to `jax.distributed.initialize`. Each process
+`tpubench.platform.distributed.initialize_from_env()` passes to `jax.distributed.initialize`. Each
+process
 sees all of its host's GPUs. `--dry-run` prints one `ssh` command per host (also the recipe to
 type by hand on each node); otherwise they are started together, their output prefixed with the
 host, and if one fails the others are stopped. Needs only Python and ssh access to the hosts.
@@ -24,7 +25,8 @@ from collections.abc import Sequence
 
 def build_parser() -> argparse.ArgumentParser:
     """The CLI flags; the command to run comes after `--`."""
-    p = argparse.ArgumentParser(prog="launch/multinode.py", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="tpubench/launch/multinode.py",
+    description=__doc__.split("\n")[0])
     p.add_argument("--hosts", required=True, help="comma-separated; the first is the coordinator")
     p.add_argument("--port", type=int, default=12355, help="coordinator port on the first host")
     p.add_argument("--workdir", default="~/tpubench", help="checkout on every host")

@@ -18,7 +18,7 @@ Resume: every generation that does not end the run ends with a checkpoint (the h
 generation's valid examples in `<workdir>/replay/<generation>.npz` (the window is rebuilt from
 the last `data.window_generations` files). The keys are drawn from the state's RNG and the
 generation number, the window sampler is seeded by (seed, generation), so a rerun in the same
-workdir after SIGTERM (`tpubench.preemption`: the generation in flight finishes first) or a
+workdir after SIGTERM (`tpubench.loops.preemption`: the generation in flight finishes first) or a
 kill continues exactly as the uninterrupted run would have, appending to the same log; the
 clock never pauses (docs/timing.md), as in the supervised loop.
 
@@ -27,9 +27,9 @@ train_loop.py) runs the same cycle with separate processes: selfplay writes game
 samples `train_filter` of the positions of the last `window_size` (5) generations into a golden
 chunk and trains on it, then the new model is evaluated against the target.
 
-The harness's pieces are reused, not copied: `tpubench.steps` (train state, the train step and
-the K-step dispatch), `tpubench.clock`, `tpubench.mllog`, `tpubench.checkpoint`,
-`tpubench.results` and the log header of `tpubench.train`. A workload opts in with
+The harness's pieces are reused, not copied: `tpubench.loops.steps` (train state, the train step and
+the K-step dispatch), `tpubench.loops.clock`, `tpubench.mlperf.mllog`, `tpubench.checkpoint`,
+`tpubench.mlperf.results` and the log header of `tpubench.loops.supervised`. A workload opts in with
 `loop = "generations"` (`tpubench.workload.Workload.loop`) by subclassing `GenerationWorkload`.
 """
 
@@ -46,14 +46,16 @@ import jax
 import numpy as np
 from flax import linen as nn
 
-from tpubench import checkpoint, chips, page_cache, preemption, steps
-from tpubench import mllog as mllog_lib
-from tpubench.clock import Clock, Stopwatch, now_unix
+from tpubench import checkpoint
 from tpubench.errors import UsageError
-from tpubench.metrics import JsonlWriter
-from tpubench.mllog import constants
-from tpubench.progress import Progress
-from tpubench.results import RunDir
+from tpubench.loops import preemption, steps
+from tpubench.loops.clock import Clock, Stopwatch, now_unix
+from tpubench.loops.progress import Progress
+from tpubench.loops.writers import JsonlWriter
+from tpubench.mlperf import mllog as mllog_lib
+from tpubench.mlperf.mllog import constants
+from tpubench.mlperf.results import RunDir
+from tpubench.platform import chips, page_cache
 from tpubench.workload import Workload
 
 ACTUAL_GAMES_KEY = "actual_selfplay_games_per_generation"  # closed_minigo.yaml, AT_LEAST_ONE
@@ -194,7 +196,7 @@ def _restore(manager, state, window: Window) -> tuple[steps.TrainState, Progress
 
 def _run(workload: GenerationWorkload, run: RunDir, log: mllog_lib.RunLogger,
          metrics: JsonlWriter | None, resumed: bool) -> dict:
-    from tpubench.train import PREEMPTED_KEY, RESUME_KEY, _log_header, _say
+    from tpubench.loops.supervised import PREEMPTED_KEY, RESUME_KEY, _log_header, _say
 
     c = workload.config
     platform = chips.platform_name(jax.devices())

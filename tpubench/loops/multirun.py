@@ -13,7 +13,8 @@ run directory each, then scores exactly these runs as `tpubench report` would:
   counts as the slowest; two make an MLPerf result invalid). A preempted run stops the series:
   the same command resumes it.
 - The count defaults to the v0.7 rules' count for an MLPerf config (5 or 10,
-  `tpubench.rules.REQUIRED_RUNS`) and to 1 for a mini or smoke config; a mini series is summarised
+  `tpubench.mlperf.rules.REQUIRED_RUNS`) and to 1 for a mini or smoke config; a mini series is
+  summarised
   (runs reaching the target, median time to target), never printed as an MLPerf score.
 """
 
@@ -23,9 +24,9 @@ import json
 import pathlib
 from typing import Any
 
-from tpubench import rules
 from tpubench.errors import UsageError
-from tpubench.results import SUMMARY_NAME, RunDir, default_workdir
+from tpubench.mlperf import rules
+from tpubench.mlperf.results import SUMMARY_NAME, RunDir, default_workdir
 
 SERIES_NAME = "series.json"
 

@@ -1,16 +1,19 @@
 """Cloud TPU VM launcher: create a slice, install tpubench on every worker, run, fetch, delete.
 
-    python launch/tpu_vm.py create  --name=NAME --zone=ZONE --accelerator-type=v5p-16 [--spot]
+    python tpubench/launch/tpu_vm.py create  --name=NAME --zone=ZONE --accelerator-type=v5p-16
+    [--spot]
                                     [--queued]
-    python launch/tpu_vm.py install --name=NAME --zone=ZONE [--git-url=URL --git-ref=REF]
-    python launch/tpu_vm.py run     --name=NAME --zone=ZONE -- tpubench run resnet --config=full
-    python launch/tpu_vm.py fetch   --name=NAME --zone=ZONE [--local-dir=results/NAME]
-    python launch/tpu_vm.py delete  --name=NAME --zone=ZONE [--queued]
-    python launch/tpu_vm.py all     ... (create -> install -> run -> fetch -> delete)
+    python tpubench/launch/tpu_vm.py install --name=NAME --zone=ZONE [--git-url=URL --git-ref=REF]
+    python tpubench/launch/tpu_vm.py run     --name=NAME --zone=ZONE -- tpubench run resnet
+    --config=full
+    python tpubench/launch/tpu_vm.py fetch   --name=NAME --zone=ZONE [--local-dir=results/NAME]
+    python tpubench/launch/tpu_vm.py delete  --name=NAME --zone=ZONE [--queued]
+    python tpubench/launch/tpu_vm.py all     ... (create -> install -> run -> fetch -> delete)
 
 Every subcommand takes `--dry-run`, which prints the exact commands instead of running them.
 `run` starts the same command on every worker (`--worker=all`) with `TPUBENCH_DISTRIBUTED=auto`,
-so `tpubench.distributed.initialize_from_env()` lets `jax.distributed` discover the slice from
+so `tpubench.platform.distributed.initialize_from_env()` lets `jax.distributed` discover the slice
+from
 the TPU metadata; each worker also keeps its log in `~/tpubench/results/`. The launcher needs
 only Python and an authenticated `gcloud`, not tpubench or JAX.
 """
@@ -191,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     fetch = argparse.ArgumentParser(add_help=False)
     fetch.add_argument("--local-dir", default="", help="default: results/NAME")
 
-    parser = argparse.ArgumentParser(prog="launch/tpu_vm.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="tpubench/launch/tpu_vm.py",
+    description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("create", parents=[common, slice_flags], help="create the slice")
     sub.add_parser("install", parents=[common, source], help="install tpubench on all workers")

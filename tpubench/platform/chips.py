@@ -20,7 +20,7 @@ Which peak applies depends on the matmul unit that actually runs (`matmul_unit`)
 (XLA's default and "high" precision), or the plain FP32 units at "highest"; float32 compute on a
 TPU -> bf16 MXU passes: 1 at default precision, 3 at "high", 6 at "highest" (jax.lax.Precision),
 so the peak is the bf16 figure divided by the passes (derived, no vendor prints it).
-CPU has no entry: its peak is measured (`tpubench.perf`).
+CPU has no entry: its peak is measured (`tpubench.platform.perf`).
 """
 
 from __future__ import annotations

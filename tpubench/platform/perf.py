@@ -1,6 +1,6 @@
 """Performance figures: FLOPs from XLA's cost analysis, peak FLOP/s per device, MFU.
 
-Accelerator peaks come from `tpubench.chips`, per JAX device and for the matmul unit that
+Accelerator peaks come from `tpubench.platform.chips`, per JAX device and for the matmul unit that
 actually runs (bf16; TF32 for float32 on NVIDIA Ampere/Hopper unless `jax_default_matmul_precision`
 asks for "highest"; bf16 passes on TPU). A CPU's is measured (a large f32 matmul, best of several)
 because no table knows this machine. A peak is the best the machine has ever shown, so the cache
@@ -24,7 +24,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from tpubench import chips, paths
+from tpubench import paths
+from tpubench.platform import chips
 
 
 class MFUAbovePeakWarning(RuntimeWarning):

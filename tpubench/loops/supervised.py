@@ -14,8 +14,9 @@
 Words: a *dispatch* is one call of a compiled K-step executable; a *block* is MLPerf's, the
 dispatches between two evals; waiting for the device is `block_until_ready` (JAX's name).
 
-Every clock read follows `block_until_ready` (`tpubench.clock`). SIGTERM saves a checkpoint and
-returns "preempted" (`tpubench.preemption`); rerunning with the same workdir resumes from it,
+Every clock read follows `block_until_ready` (`tpubench.loops.clock`). SIGTERM saves a checkpoint
+and
+returns "preempted" (`tpubench.loops.preemption`); rerunning with the same workdir resumes from it,
 appending to the same MLPerf log, and the clock, never paused, runs from the first attempt's
 run_start to the final run_stop (docs/timing.md).
 """
@@ -31,29 +32,23 @@ import jax
 import ml_collections
 import numpy as np
 
-from tpubench import (
-    checkpoint,
-    chips,
-    data,
-    division,
-    evaluation,
-    page_cache,
-    perf,
-    preemption,
-    registry,
-)
-from tpubench import engine as engine_lib
+from tpubench import checkpoint, registry
 from tpubench import mesh as mesh_lib
-from tpubench import mllog as mllog_lib
-from tpubench import sharding_report as sharding_lib
-from tpubench.cadence import Cadence, block_first_epoch, epochs_trained
-from tpubench.clock import Clock, Stopwatch, now_unix
 from tpubench.errors import UsageError
-from tpubench.metrics import RunMetrics
-from tpubench.mllog import constants
-from tpubench.profiling import StepProfiler
-from tpubench.progress import Progress
-from tpubench.results import RunDir
+from tpubench.loops import engine as engine_lib
+from tpubench.loops import evaluation, preemption
+from tpubench.loops import feed as data
+from tpubench.loops.cadence import Cadence, block_first_epoch, epochs_trained
+from tpubench.loops.clock import Clock, Stopwatch, now_unix
+from tpubench.loops.profiling import StepProfiler
+from tpubench.loops.progress import Progress
+from tpubench.loops.writers import RunMetrics
+from tpubench.mlperf import division
+from tpubench.mlperf import mllog as mllog_lib
+from tpubench.mlperf.mllog import constants
+from tpubench.mlperf.results import RunDir
+from tpubench.platform import chips, page_cache, perf
+from tpubench.platform import sharding_report as sharding_lib
 from tpubench.workload import Workload
 
 jax.config.update("jax_threefry_partitionable", True)
@@ -161,7 +156,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         division.apply(config, ["profile_steps"], True)  # a config built without config.load
     workload = registry.create(config)
     if workload.loop == "generations":  # self-play reinforcement learning (MiniGo)
-        from tpubench import generations
+        from tpubench.loops import selfplay as generations
         return generations.train_and_evaluate(workload, workdir)
     run = RunDir(workdir)
     run.check_not_finished()

@@ -16,7 +16,7 @@ from typing import Any
 
 from mlperf_logging.mllog import constants, mllog
 
-from tpubench import rules
+from tpubench.mlperf import rules
 
 __all__ = ["RunLogger", "ComplianceResult", "check_compliance", "constants"]
 
@@ -27,7 +27,7 @@ class RunLogger:
     def __init__(self, path: str | os.PathLike | None, enabled: bool = True, echo: bool = False):
         self.path = os.fspath(path) if path else None
         self.enabled = enabled and path is not None
-        self._logger = logging.getLogger(f"tpubench.mllog.{id(self)}")
+        self._logger = logging.getLogger(f"tpubench.mlperf.mllog.{id(self)}")
         self._logger.propagate = False
         self._logger.setLevel(logging.INFO)
         self._handlers: list[logging.Handler] = []

@@ -1,11 +1,12 @@
 """Render and submit a SLURM batch job: N nodes x G GPUs, one tpubench process per GPU.
 
-    python launch/slurm.py --workload=resnet --config=full --nodes=4 --gpus-per-node=8 \
+    python tpubench/launch/slurm.py --workload=resnet --config=full --nodes=4 --gpus-per-node=8 \
         [--partition=P] [--account=A] [--time=04:00:00] [--dry-run] [-- --config.run.seed=1 ...]
 
-The script (from `launch/templates/slurm.sbatch`) runs
+The script (from `tpubench/launch/templates/slurm.sbatch`) runs
 `srun python -m workloads.<workload>.main --config=...` on every task; JAX finds the cluster in the
-`SLURM_*` variables (see `tpubench.distributed`). `--dry-run` prints the script and the `sbatch`
+`SLURM_*` variables (see `tpubench.platform.distributed`). `--dry-run` prints the script and the
+`sbatch`
 command; otherwise the script is written to `--script` and submitted. Needs only Python.
 """
 
@@ -26,7 +27,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 
 def build_parser() -> argparse.ArgumentParser:
     """The CLI flags (overrides for the workload come after `--`)."""
-    p = argparse.ArgumentParser(prog="launch/slurm.py", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="tpubench/launch/slurm.py", description=__doc__.split("\n")[0])
     p.add_argument("--workload", required=True, help="workloads/<name>, e.g. resnet")
     p.add_argument("--config", required=True, help="config name or path, e.g. full")
     p.add_argument("--nodes", type=int, required=True)

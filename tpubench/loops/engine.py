@@ -22,8 +22,9 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from tpubench import evaluation, perf, steps
 from tpubench import mesh as mesh_lib
+from tpubench.loops import evaluation, steps
+from tpubench.platform import perf
 from tpubench.workload import Batch, Workload
 
 
@@ -59,7 +60,7 @@ class JitEngine:
         with self.context():  # as in init_state: the mesh is part of JAX's trace-cache key
             boxed = self._init.trace(key).out_info
         self.abstract_state = nn.meta.unbox(boxed)
-        self.logical_specs = nn.get_partition_spec(boxed)  # for tpubench.sharding_report
+        self.logical_specs = nn.get_partition_spec(boxed)  # for tpubench.platform.sharding_report
         self.state_shardings = mesh_lib.state_shardings(
             boxed, mesh, self.rules, self.config.run.fsdp_min_size
         )

@@ -3,7 +3,8 @@
 Every entry point (`tpubench run`, `python -m workloads.<name>.main`) calls it first thing. It reads
 the environment and calls `jax.distributed.initialize` the right way for where it runs:
 
-- explicit (`tpubench launch local`, `launch/multinode.py`, any hand-made cluster): the variables
+- explicit (`tpubench launch local`, `tpubench/launch/multinode.py`, any hand-made cluster): the
+variables
   `TPUBENCH_COORDINATOR` (host:port of process 0), `TPUBENCH_NUM_PROCESSES` and
   `TPUBENCH_PROCESS_ID`. CPU collectives go through gloo so that N CPU processes form one mesh.
 - SLURM with more than one task: JAX reads `SLURM_*` itself (one process per task; with one task
@@ -193,7 +194,8 @@ def initialize_from_env(environ: Mapping[str, str] | None = None) -> None:
         return
     if _backends_started():
         raise UsageError(
-            "tpubench.distributed.initialize_from_env() must run before any JAX computation "
+            "tpubench.platform.distributed.initialize_from_env() must run before any JAX "
+            "computation "
             f"(a backend already exists, so this {plan.method} multi-process run cannot join its "
             "cluster). Call it first thing in main()."
         )

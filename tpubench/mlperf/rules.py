@@ -3,7 +3,7 @@
 Ruleset: training 0.7.0, as the official 0.7.0 compliance checker enforced it for the v0.7 round
 (results published July 2020). Every place that needs a v0.7 quality target, a run count or the
 checker's ruleset string takes it from here: the compliance checker calls
-(`tpubench.mllog.check_compliance`, `tpubench.report.compliance`), `tpubench report`
+(`tpubench.mlperf.mllog.check_compliance`, `tpubench.report.compliance`), `tpubench report`
 (`tpubench.report.targets`) and each closed-division config (`workloads/*/configs/full.py`,
 `c.eval.target_value`).
 

@@ -1,7 +1,8 @@
 """`tpubench launch local --processes=N [--port=P] -- CMD ARGS...`: N processes on this machine.
 
 Each child runs CMD with `TPUBENCH_COORDINATOR=localhost:P`, `TPUBENCH_NUM_PROCESSES=N` and
-`TPUBENCH_PROCESS_ID=i`, which `tpubench.distributed.initialize_from_env()` turns into one JAX
+`TPUBENCH_PROCESS_ID=i`, which `tpubench.platform.distributed.initialize_from_env()` turns into one
+JAX
 cluster (CPU collectives over gloo): the multi-host code paths, tested on one machine. Output is
 streamed line by line with a `[pI] ` prefix. If one child fails, the others are stopped (SIGTERM,
 then SIGKILL after `--grace-s`: JAX itself catches SIGTERM, so a blocked child would otherwise
@@ -22,8 +23,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from tpubench.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 from tpubench.errors import UsageError
+from tpubench.platform.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 
 USAGE = "tpubench launch local --processes=N [--port=P] [--grace-s=S] -- CMD [ARGS...]"
 _POLL_S = 0.05

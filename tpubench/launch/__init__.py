@@ -1,0 +1,1 @@
+"""Launchers: local processes, Cloud TPU VMs, SLURM, plain multi-node."""

@@ -1,0 +1,1 @@
+"""The model library any workload may use: layers chosen by config, convolutions, shared blocks."""
