@@ -59,7 +59,7 @@ def main() -> None:
     workload = registry.create(config_lib.load("dlrm", "mini", {}))
     spec = inference_spec(workload)
     if args.params:
-        from tpubench.checkpoint import restore_variables
+        from tpubench.loops.checkpoint import restore_variables
 
         params, state = restore_variables(args.params, workload)
     else:

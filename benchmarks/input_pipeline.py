@@ -63,7 +63,7 @@ def fit_report(workload: str, config: str, overrides: list[str], topo: str,
                fit_json: str | None) -> dict:
     if fit_json:
         return json.loads(pathlib.Path(fit_json).read_text())
-    from tpubench.platform import fit
+    from tpubench import fit
 
     return fit.fit(config_lib.load(workload, config, overrides), topo).as_dict()
 

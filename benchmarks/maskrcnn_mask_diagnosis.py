@@ -17,12 +17,13 @@ import sys
 import jax
 import numpy as np
 
-from tpubench import checkpoint, registry
 from tpubench import config as config_lib
+from tpubench import registry
 from tpubench.datasets import canvas
 from tpubench.detection import boxes as box_lib
 from tpubench.detection import masks
-from tpubench.loops.evaluation import EvalResults
+from tpubench.evaluation import EvalResults
+from tpubench.loops import checkpoint
 from workloads.maskrcnn import input_pipeline
 
 

@@ -12,7 +12,7 @@ running statistics), train-mode batch norm (the eval batch's statistics), and ev
 recomputing the running statistics on 256 fresh train canvases (momentum 0); and prints how
 far train- and eval-mode outputs on a train batch differ (relative L2 norm). Given a run's
 workdir instead of STEPS, scores the weights of its latest checkpoint
-(`tpubench.checkpoint.restore_variables`) the same three ways. Overrides are
+(`tpubench.loops.checkpoint.restore_variables`) the same three ways. Overrides are
 KEY=VALUE config keys (numbers parsed as floats or ints).
 
 Measured (session 2026-12-02b, seed 0, this procedure run from a scratch copy with the same
@@ -30,12 +30,13 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from tpubench import checkpoint, registry
 from tpubench import config as config_lib
+from tpubench import registry
 from tpubench.datasets import canvas
 from tpubench.detection import nms
+from tpubench.evaluation import EvalResults
+from tpubench.loops import checkpoint
 from tpubench.loops import steps as steps_lib
-from tpubench.loops.evaluation import EvalResults
 from workloads.ssd import input_pipeline
 
 

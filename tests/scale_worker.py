@@ -20,9 +20,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from tpubench import checkpoint, registry
 from tpubench import config as config_lib
 from tpubench import mesh as mesh_lib
+from tpubench import registry
+from tpubench.loops import checkpoint
 from tpubench.loops import engine as engine_lib
 from tpubench.loops import supervised as train
 from tpubench.loops.progress import Progress
@@ -203,7 +204,7 @@ def dlrm_eval(workdir: str, data_dir: str, eval_samples: str) -> dict[str, Any]:
     from tpubench.platform import distributed
 
     distributed.initialize_from_env()  # before any JAX computation
-    from tpubench.loops import evaluation
+    from tpubench import evaluation
     from workloads.dlrm import workload as dlrm
 
     finalize, accumulate = dlrm.DLRMWorkload.eval_finalize, evaluation.accumulate

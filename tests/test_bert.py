@@ -13,8 +13,9 @@ import runs
 from flax import linen as nn
 
 from tpubench import config as config_lib
+from tpubench import evaluation
 from tpubench.errors import UsageError
-from tpubench.loops import evaluation, steps
+from tpubench.loops import steps
 from tpubench.loops import supervised as train
 from tpubench.mlperf import mllog
 from workloads.bert import input_pipeline, shakespeare
@@ -605,7 +606,7 @@ def test_smoke_synthetic_one_train_and_eval_step(tmp_path):
     vocabulary), so the accuracy is ~1/vocab: the recompute checks the eval path runs on these
     params; the moved params are the real check.
     Bites: a zero learning rate (learning_rate() x 0): no param moves."""
-    from tpubench import checkpoint
+    from tpubench.loops import checkpoint
     from tpubench.loops import feed as data
 
     s = _run(tmp_path, "smoke")
@@ -624,7 +625,7 @@ def test_smoke_mock_mlperf_tfrecords_one_train_and_eval_step(tmp_path, mlperf_tf
     """The reported quality is the checkpoint's accuracy on the 6 eval records (12 masked
     slots; 8 eval samples asked, so the second batch of 4 is half padding), recomputed here.
     Bites: eval_step ignoring the example mask (the padded copies counted: 0.0625, not 0.0833)."""
-    from tpubench import checkpoint
+    from tpubench.loops import checkpoint
 
     directory, _ = mlperf_tfrecords
     s = _run(tmp_path, "smoke", **{"data.source": "tfrecord", "data.dir": str(directory)})

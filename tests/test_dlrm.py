@@ -15,10 +15,10 @@ from jax.sharding import PartitionSpec as P
 from sklearn.metrics import roc_auc_score
 
 from tpubench import config as config_lib
+from tpubench import evaluation, registry
 from tpubench import mesh as mesh_lib
-from tpubench import registry
 from tpubench.errors import UsageError
-from tpubench.loops import evaluation, steps
+from tpubench.loops import steps
 from tpubench.loops import supervised as train
 from tpubench.mlperf import mllog
 from workloads.dlrm import criteo, flights
@@ -229,7 +229,7 @@ def test_eval_auc_is_sklearns_on_the_unmasked_examples_only():
 
 def _hand_auc(workdir, cfg, batches) -> float:
     """AUC of a finished run's checkpoint on `batches`, scored here with the model's apply."""
-    from tpubench import checkpoint
+    from tpubench.loops import checkpoint
 
     w = registry.create(cfg)
     params, _ = checkpoint.restore_variables(workdir, w)

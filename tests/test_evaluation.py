@@ -1,4 +1,4 @@
-"""The one eval path (`tpubench.loops.evaluation`): the harness, not the workload, applies the eval
+"""The one eval path (`tpubench.evaluation`): the harness, not the workload, applies the eval
 mask; training and inference compute the same quality through it; the synthetic eval uses the
 workload's own synthetic batches."""
 
@@ -9,11 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from tpubench import checkpoint, registry
 from tpubench import config as config_lib
+from tpubench import evaluation, registry
 from tpubench import mesh as mesh_lib
 from tpubench.infer import spec as spec_lib
-from tpubench.loops import engine, evaluation, steps
+from tpubench.loops import checkpoint, engine, steps
 from tpubench.loops import feed as data
 from tpubench.loops import supervised as train
 

@@ -12,8 +12,8 @@ import os
 import pytest
 
 from tpubench import config as config_lib
+from tpubench import fit
 from tpubench.errors import UsageError
-from tpubench.platform import fit
 
 HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None
 # Compile-only topologies touch no chip, so another libtpu user (a parallel test run, a `fit` in

@@ -431,7 +431,7 @@ def test_smoke_multi30k_trains_and_scores_every_test_sentence_in_order(smoke_mul
     batch order (eval_finalize without the argsort) changes the BLEU."""
     import optax
 
-    from tpubench.loops import evaluation
+    from tpubench import evaluation
     from workloads.transformer.workload import corpus_bleu
 
     w = smoke_multi30k

@@ -158,7 +158,7 @@ def test_decode_undoes_bpe_and_detokenizes_as_the_reference(bpe_workload):
     # pieces the vocabulary lacks ("z@@", "a") are UNK, whose token has no "@@" (tokenizer.py)
     assert tok.decode(tok.encode(["The zebra"], "en")) == ["The <unk> ebr<unk>"]
     # eval_finalize scores the decoded text with sacreBLEU -lc --tokenize intl (inference.py)
-    from tpubench.loops.evaluation import EvalResults
+    from tpubench.evaluation import EvalResults
 
     refs = [t for _, t in EVAL]
     ids = tok.encode(refs, "de")

@@ -95,8 +95,8 @@ def test_accuracy_mode_on_a_trained_model_matches_every_direct_prediction(traine
     import flax.linen as nn
     import jax
 
-    from tpubench.checkpoint import restore_variables
     from tpubench.infer import logs
+    from tpubench.loops.checkpoint import restore_variables
 
     workdir, trained = trained_bert
     assert trained["status"] == "success"

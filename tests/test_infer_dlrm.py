@@ -213,7 +213,7 @@ def test_accuracy_mode_auc_is_the_training_evals_and_every_response_the_direct_o
     import flax.linen as nn
     import jax
 
-    from tpubench.checkpoint import restore_variables
+    from tpubench.loops.checkpoint import restore_variables
 
     workdir, trained = trained_mini
     rc = cli.main(["dlrm", "--config=mini", "--config.eval.inference_variant=dlrm-99.9",

@@ -75,9 +75,9 @@ def test_accuracy_mode_every_response_equals_the_direct_prediction(tmp_path):
     import numpy as np
 
     from tpubench import registry
-    from tpubench.checkpoint import restore_variables
     from tpubench.infer import logs
     from tpubench.loops import supervised as train
+    from tpubench.loops.checkpoint import restore_variables
 
     cfg = config_lib.load("resnet", "mini", {"run.max_train_samples": 2 * 4000})
     trained = train.train_and_evaluate(cfg, tmp_path / "train")

@@ -73,7 +73,7 @@ def serve_and_compare(tmp_path, config: str, train_dir, samples: int, batch: int
     returns the inference summary."""
     from flax import linen as nn
 
-    from tpubench.checkpoint import restore_variables
+    from tpubench.loops.checkpoint import restore_variables
     from workloads.ssd.inference import load_eval_samples
 
     small = {"eval.samples": samples, "eval.batch_size": batch, **(overrides or {})}

@@ -88,7 +88,7 @@ def test_accuracy_mode_is_the_training_eval_exactly_with_nothing_compiled(traine
     import flax.linen as nn
     import jax
 
-    from tpubench.checkpoint import restore_variables
+    from tpubench.loops.checkpoint import restore_variables
 
     workdir, trained = trained_smoke
     assert trained["steps"] == 2 and 0.0 < trained["final_quality"] < 1.0

@@ -154,7 +154,7 @@ def test_mini_eval_scores_ground_truth_like_outputs_near_one():
     behind the mini's SEGM 0.000. Bites: the mini on the reference paste (SEGM 0.4085 here)."""
     from tpubench.datasets import canvas
     from tpubench.detection import masks
-    from tpubench.loops.evaluation import EvalResults
+    from tpubench.evaluation import EvalResults
     from workloads.maskrcnn import input_pipeline
 
     def finalize(**overrides):

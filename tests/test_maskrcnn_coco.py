@@ -14,7 +14,7 @@ from tpubench import config as config_lib
 from tpubench import registry
 from tpubench.detection import masks
 from tpubench.errors import UsageError
-from tpubench.loops.evaluation import EvalResults
+from tpubench.evaluation import EvalResults
 from workloads.maskrcnn import coco
 
 SMALL = {"data.image_size": 64, "data.min_image_size": 40, "data.max_image_size": 64,

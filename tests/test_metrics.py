@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 from jax._src import config as jax_config
 
-from tpubench import checkpoint, registry
 from tpubench import config as config_lib
+from tpubench import registry
+from tpubench.loops import checkpoint
 from tpubench.loops import engine as engine_lib
 from tpubench.loops import supervised as train
 from tpubench.loops.progress import Progress

@@ -16,8 +16,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from tpubench import checkpoint
 from tpubench import config as config_lib
+from tpubench.loops import checkpoint
 from tpubench.loops import supervised as train
 from tpubench.mlperf import mllog
 from workloads.minigo import match

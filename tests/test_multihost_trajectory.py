@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 import runs  # tests/ is on sys.path
 
-from tpubench import checkpoint, registry
 from tpubench import config as config_lib
-from tpubench.loops import steps
+from tpubench import registry
+from tpubench.loops import checkpoint, steps
 
 # The ResNet mini's model at its earlier size on sklearn's 8x8 digits: cheap steps that learn
 # fast enough in 80 steps for the trajectory to tell runs apart (MNIST-5k moves 0.10 -> 0.14).

@@ -216,7 +216,7 @@ def test_fit_a_slice_prints_what_tpubench_fit_prints_and_the_launch_commands(tmp
     for the same config and slice; the dry run creates a v5p-16 and runs the largest batch that
     fits. Bites (tried): the table reading the eval step's memory as the train step's (train
     column 4.749 MiB, `tpubench fit` says 12.438)."""
-    from tpubench.platform import fit
+    from tpubench import fit
 
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     outputs = execute("fit_a_slice", tmp_path, WORKLOAD="dlrm", CONFIG="smoke",

@@ -59,7 +59,7 @@ def test_lars_schedule_warms_up_linearly_then_decays_to_end_lr():
 def _hand_top1(workdir, cfg) -> float:
     """Top-1 of a finished run's checkpoint on the synthetic eval batches, computed here with
     the model's own apply (not the workload's eval_step / eval_finalize)."""
-    from tpubench import checkpoint
+    from tpubench.loops import checkpoint
     from tpubench.loops import feed as data
 
     w = registry.create(cfg)

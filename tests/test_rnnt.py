@@ -340,7 +340,7 @@ def test_converter_maps_every_reference_tensor_and_the_checkpoint_restores(tmp_p
     Bites: mapping joint_net.3 to fc1 (two tensors map to one leaf: KeyError)."""
     from flax import linen as nn
 
-    from tpubench import checkpoint
+    from tpubench.loops import checkpoint
     from workloads.rnnt import convert
 
     w = _workload("smoke")

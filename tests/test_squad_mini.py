@@ -12,9 +12,10 @@ import pytest
 from flax import linen as nn
 from flax import traverse_util
 
-from tpubench import checkpoint, registry
 from tpubench import config as config_lib
+from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.loops import checkpoint
 from tpubench.loops import supervised as train
 from workloads.bert.workload import BertWorkload
 

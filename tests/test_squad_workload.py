@@ -17,7 +17,7 @@ from flax import linen as nn
 from tpubench import config as config_lib
 from tpubench import registry
 from tpubench.errors import UsageError
-from tpubench.loops.evaluation import EvalResults
+from tpubench.evaluation import EvalResults
 from workloads.bert import squad_data, tf_checkpoint
 
 pytest.importorskip("bert.tokenization")
@@ -267,8 +267,8 @@ def test_accuracy_mode_is_the_training_eval_with_every_response_direct(trained_s
     the F1 recomputed from those logits equals it too, and nothing compiled during the run.
     Bites (tried): the response's start and end swapped in `apply` (LoadGen's F1 differs from
     the training eval: exit status 1)."""
-    from tpubench.checkpoint import restore_variables
     from tpubench.infer import cli, logs
+    from tpubench.loops.checkpoint import restore_variables
 
     workdir, trained = trained_smoke
     assert trained["steps"] == 1 and 0.0 <= trained["final_quality"] <= 100.0
@@ -332,7 +332,7 @@ def test_alpha_zero_is_the_plain_span_loss_exactly(trained_smoke, squad_dir):
     computed here from the teacher run's own params (restored by the harness). Bites (seen):
     the hand value at T 2.0 against the loss at the smoke config's default T 1.0 (0.00475
     against 0.00495: fails)."""
-    from tpubench.checkpoint import restore_variables
+    from tpubench.loops.checkpoint import restore_variables
     from workloads.bert import distill
 
     teacher_dir, _ = trained_smoke
@@ -433,9 +433,9 @@ def test_distilled_run_keeps_the_teacher_frozen_and_serves_without_it(trained_sm
     structures do not match, model_state.teacher)."""
     import orbax.checkpoint as ocp
 
-    from tpubench.checkpoint import restore_variables
     from tpubench.infer.spec import training_eval_quality
     from tpubench.loops import supervised as train
+    from tpubench.loops.checkpoint import restore_variables
 
     teacher_dir, _ = trained_smoke
     cfg = config_lib.load("bert", "mobilebert_squad_smoke", {

@@ -20,9 +20,8 @@ import orbax.checkpoint as ocp
 import pytest
 import runs
 
-from tpubench import checkpoint
 from tpubench import config as config_lib
-from tpubench.loops import clock, preemption
+from tpubench.loops import checkpoint, clock, preemption
 from tpubench.loops import engine as engine_lib
 from tpubench.loops import supervised as train
 from tpubench.mlperf import mllog

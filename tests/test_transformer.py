@@ -12,9 +12,9 @@ import pytest
 from flax import linen as nn
 
 from tpubench import config as config_lib
-from tpubench import registry
+from tpubench import evaluation, registry
 from tpubench.errors import UsageError
-from tpubench.loops import evaluation, steps
+from tpubench.loops import steps
 from tpubench.loops import supervised as train
 from tpubench.mlperf import mllog
 from workloads.transformer import decode, download_multi30k, prepared

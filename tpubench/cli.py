@@ -5,7 +5,7 @@
     tpubench check LOG [--ruleset=0.7.0]
     tpubench report RESULTS_DIR [--out=DIR]            (tpubench.report.cli)
     tpubench infer WORKLOAD --config=... --scenario=... (tpubench.infer.cli)
-    tpubench fit WORKLOAD --config=full --topology=v5p:2x2x2 (tpubench.platform.fit)
+    tpubench fit WORKLOAD --config=full --topology=v5p:2x2x2 (tpubench.fit)
     tpubench launch local --processes=N -- CMD ...      (tpubench.launch.local)
     tpubench launch tpu-vm|slurm|multinode ...          (tpubench.launch.*)
     tpubench prepare WORKLOAD --config=full [--config.KEY=VALUE ...]  (tpubench.prepare)
@@ -28,7 +28,7 @@ from tpubench.errors import UsageError
 _DELEGATES = {
     "report": "tpubench.report.cli:main",
     "infer": "tpubench.infer.cli:main",
-    "fit": "tpubench.platform.fit:main",
+    "fit": "tpubench.fit:main",
     "prepare": "tpubench.prepare:main",
 }
 

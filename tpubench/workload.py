@@ -9,7 +9,7 @@ Batches are dicts of arrays. A train batch is the GLOBAL batch (leading dim = gl
 the harness shards it over the mesh's batch axes. An eval batch additionally carries a float
 `"mask"` of shape [batch] (1 for real examples, 0 for padding) so that the last, partial eval
 batch can be padded to a fixed shape without a recompile. The workload never applies that mask:
-its `eval_step` returns per-example values and the harness masks them (`tpubench.loops.evaluation`).
+its `eval_step` returns per-example values and the harness masks them (`tpubench.evaluation`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import optax
 from flax import linen as nn
 
 from tpubench import sources
-from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.evaluation import EvalOutput, EvalResults
 
 Batch = dict[str, Any]
 PyTree = Any
@@ -166,13 +166,13 @@ class Workload(abc.ABC):
     def eval_step(self, params: PyTree, model_state: PyTree, batch: Batch) -> EvalOutput:
         """Eval statistics of one batch, PER EXAMPLE, computed on device. Pure.
 
-        Returns `tpubench.loops.evaluation.EvalOutput(sums=..., per_example=...)`, every array with
+        Returns `tpubench.evaluation.EvalOutput(sums=..., per_example=...)`, every array with
         the batch as leading dimension. `sums` are per-example statistics the harness adds up
         (correct predictions, a per-example loss, a [B, slots] weighted count); `per_example`
         are outputs the host needs row by row (decoded ids for BLEU, scores for AUC).
 
         The workload never applies `batch["mask"]`: the harness weights every `sums` row by it
-        and drops the padding rows of `per_example` (`tpubench.loops.evaluation.masked`), so padding
+        and drops the padding rows of `per_example` (`tpubench.evaluation.masked`), so padding
         cannot change the quality. Returning a batch-reduced scalar is an error. Prefer sums:
         per-example outputs cross device->host.
         """
@@ -181,7 +181,7 @@ class Workload(abc.ABC):
     def eval_finalize(self, results: EvalResults) -> float:
         """Host side: the quality metric (accuracy, BLEU, AUC) from the whole eval.
 
-        `results` (`tpubench.loops.evaluation.EvalResults`): `sums` added over every real example of
+        `results` (`tpubench.evaluation.EvalResults`): `sums` added over every real example of
         every batch and host, `per_example` rows of the real examples only (in eval-batch
         order), and `examples`, the number of real examples.
         """

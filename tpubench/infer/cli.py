@@ -79,9 +79,10 @@ def _variables(workload: Any, params_dir: str | None) -> tuple[Any, Any, str]:
 
     if params_dir:
         try:
-            from tpubench.checkpoint import restore_variables
+            from tpubench.loops.checkpoint import restore_variables
         except ImportError as e:
-            raise UsageError(f"--params needs tpubench.checkpoint.restore_variables: {e}") from e
+            raise UsageError("--params needs tpubench.loops.checkpoint.restore_variables: "
+                             f"{e}") from e
         try:
             params, model_state = restore_variables(params_dir, workload)
         except FileNotFoundError as e:

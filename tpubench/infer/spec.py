@@ -233,12 +233,12 @@ def first_train_samples(workload: Any, count: int, keys: Any) -> Any:
 
 def training_eval_quality(workload: Any, params: PyTree, model_state: PyTree) -> float:
     """The workload's own eval (the one a training run reports) on these parameters, on one
-    process: the harness's masked eval step (`tpubench.loops.evaluation.eval_fn`), jitted, over
+    process: the harness's masked eval step (`tpubench.evaluation.eval_fn`), jitted, over
     `eval_batches`, then `evaluation.quality` - the same accumulation and `eval_finalize` as
     training's. The reference for the 99% rule."""
     import jax
 
-    from tpubench.loops import evaluation
+    from tpubench import evaluation
 
     step = jax.jit(evaluation.eval_fn(workload))
     outputs = [step(params, model_state, batch) for batch in eval_batches(workload)]

@@ -22,8 +22,9 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from tpubench import evaluation
 from tpubench import mesh as mesh_lib
-from tpubench.loops import evaluation, steps
+from tpubench.loops import steps
 from tpubench.platform import perf
 from tpubench.workload import Batch, Workload
 

@@ -1,8 +1,8 @@
 """A run's progress: what the clock, the summary and a resume need besides the train state.
 
-Saved as JSON beside the state in every checkpoint (`tpubench.checkpoint`), so that a resumed run
-keeps the first attempt's clock anchor (`run_start_unix`; the clock is never paused), adds to the
-accumulated train and eval times, appends to the eval history and counts its attempts.
+Saved as JSON beside the state in every checkpoint (`tpubench.loops.checkpoint`), so that a resumed
+run keeps the first attempt's clock anchor (`run_start_unix`; the clock is never paused), adds to
+the accumulated train and eval times, appends to the eval history and counts its attempts.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@
     final checkpoint, summary.json                                                   (untimed)
 
 Resume: every generation that does not end the run ends with a checkpoint (the harness's
-`tpubench.checkpoint`: train state and `Progress`, whose history holds the generation) and the
+`tpubench.loops.checkpoint`: train state and `Progress`, whose history holds the generation) and the
 generation's valid examples in `<workdir>/replay/<generation>.npz` (the window is rebuilt from
 the last `data.window_generations` files). The keys are drawn from the state's RNG and the
 generation number, the window sampler is seeded by (seed, generation), so a rerun in the same
@@ -28,7 +28,7 @@ samples `train_filter` of the positions of the last `window_size` (5) generation
 chunk and trains on it, then the new model is evaluated against the target.
 
 The harness's pieces are reused, not copied: `tpubench.loops.steps` (train state, the train step and
-the K-step dispatch), `tpubench.loops.clock`, `tpubench.mlperf.mllog`, `tpubench.checkpoint`,
+the K-step dispatch), `tpubench.loops.clock`, `tpubench.mlperf.mllog`, `tpubench.loops.checkpoint`,
 `tpubench.mlperf.results` and the log header of `tpubench.loops.supervised`. A workload opts in with
 `loop = "generations"` (`tpubench.workload.Workload.loop`) by subclassing `GenerationWorkload`.
 """
@@ -46,9 +46,8 @@ import jax
 import numpy as np
 from flax import linen as nn
 
-from tpubench import checkpoint
 from tpubench.errors import UsageError
-from tpubench.loops import preemption, steps
+from tpubench.loops import checkpoint, preemption, steps
 from tpubench.loops.clock import Clock, Stopwatch, now_unix
 from tpubench.loops.progress import Progress
 from tpubench.loops.writers import JsonlWriter

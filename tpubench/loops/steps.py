@@ -15,7 +15,7 @@ import optax
 from flax import linen as nn
 from jax import lax
 
-from tpubench.loops import evaluation
+from tpubench import evaluation
 from tpubench.workload import Batch, Workload
 
 
@@ -157,7 +157,7 @@ def make_synthetic_dispatch(
 
 def make_eval_step(workload: Workload) -> Callable[[TrainState, Batch], evaluation.BatchEval]:
     """The workload's eval step on the state, with the mask applied by the harness
-    (`tpubench.loops.evaluation.masked`): masked scalar sums plus the per-example outputs."""
+    (`tpubench.evaluation.masked`): masked scalar sums plus the per-example outputs."""
     evaluate = evaluation.eval_fn(workload)
 
     def eval_step(state: TrainState, batch: Batch) -> evaluation.BatchEval:

@@ -32,11 +32,11 @@ import jax
 import ml_collections
 import numpy as np
 
-from tpubench import checkpoint, registry
+from tpubench import evaluation, registry
 from tpubench import mesh as mesh_lib
 from tpubench.errors import UsageError
+from tpubench.loops import checkpoint, preemption
 from tpubench.loops import engine as engine_lib
-from tpubench.loops import evaluation, preemption
 from tpubench.loops import feed as data
 from tpubench.loops.cadence import Cadence, block_first_epoch, epochs_trained
 from tpubench.loops.clock import Clock, Stopwatch, now_unix

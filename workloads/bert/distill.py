@@ -17,7 +17,7 @@ forward pass is part of the same jitted train step (no host sync); the loss retu
 unchanged and no gradient reaches them: they are frozen. `check` finds a bad teacher (no run,
 not a SQuAD run, other data, vocabulary or sequence length, other shapes) before any compute.
 Eval and serving use the student alone: `tpubench infer` without the teacher restores the
-student's params (`tpubench.checkpoint.restore_variables` leaves the teacher on disk).
+student's params (`tpubench.loops.checkpoint.restore_variables` leaves the teacher on disk).
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ import orbax.checkpoint as ocp
 from flax import linen as nn
 from flax import traverse_util
 
-from tpubench import checkpoint
 from tpubench.errors import UsageError
+from tpubench.loops import checkpoint
 
 ENCODER = ("embeddings", "layer_")  # top-level names carried over
 EXTENDABLE = ("word_embeddings", "position_embeddings")  # tables that may grow by rows

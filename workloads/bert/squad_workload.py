@@ -44,8 +44,8 @@ from flax import traverse_util
 
 from tpubench import paths
 from tpubench.errors import UsageError
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.loops import feed as data
-from tpubench.loops.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource, tfds_builder
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.bert import (

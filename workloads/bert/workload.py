@@ -29,8 +29,8 @@ import optax
 from flax import linen as nn
 
 from tpubench.errors import UsageError
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.loops import feed as data
-from tpubench.loops.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.bert import input_pipeline, packing, shakespeare, tf_checkpoint

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import optax
 
 from tpubench.datasets import canvas
-from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.deeplab import ade20k, input_pipeline, miou, model

@@ -18,7 +18,7 @@ from flax import linen as nn
 from sklearn.metrics import roc_auc_score
 
 from tpubench import mesh
-from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.dlrm import flights, input_pipeline, sparse

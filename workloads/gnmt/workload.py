@@ -36,7 +36,7 @@ import numpy as np
 import optax
 
 from tpubench.errors import UsageError
-from tpubench.loops.evaluation import EvalOutput
+from tpubench.evaluation import EvalOutput
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.gnmt import decode as decode_lib

@@ -23,7 +23,7 @@ import optax
 from tpubench.datasets import canvas
 from tpubench.detection import coco_eval, fpn_anchors, masks
 from tpubench.errors import UsageError
-from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.maskrcnn import coco, input_pipeline, model, optim, rcnn

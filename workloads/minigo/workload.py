@@ -30,7 +30,7 @@ import optax
 from flax import linen as nn
 
 from tpubench.errors import UsageError
-from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.loops.selfplay import GenerationWorkload
 from workloads.minigo import gtp, match, play, symmetry
 from workloads.minigo.model import DualNet

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.nn import layers
 from tpubench.sources import DataSource
 from tpubench.workload import Workload

@@ -104,8 +104,7 @@ def write_workdir(params: Mapping[str, Any], workload: Any, workdir: str) -> Non
     import jax.numpy as jnp
     from flax import linen as nn
 
-    from tpubench import checkpoint
-    from tpubench.loops import steps
+    from tpubench.loops import checkpoint, steps
     from tpubench.loops.progress import Progress
 
     state = jax.jit(lambda r: nn.meta.unbox(steps.boxed_init_fn(workload)(r)))(

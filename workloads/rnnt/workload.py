@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.rnnt import decode, input_pipeline, librispeech, model, text

@@ -19,7 +19,7 @@ import numpy as np
 import optax
 
 from tpubench.detection import coco_eval, default_boxes, loss, matching, nms
-from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.nn import layers
 from tpubench.sources import DataSource
 from tpubench.workload import Workload

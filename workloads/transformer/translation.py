@@ -19,7 +19,7 @@ import numpy as np
 import sacrebleu
 
 from tpubench.errors import UsageError
-from tpubench.loops.evaluation import EvalResults
+from tpubench.evaluation import EvalResults
 from tpubench.workload import Batch
 from workloads.transformer import input_pipeline, moses_bpe, prepared
 from workloads.transformer.model import EOS_ID

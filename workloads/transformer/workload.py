@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import optax
 
 from tpubench.errors import UsageError
-from tpubench.loops.evaluation import EvalOutput
+from tpubench.evaluation import EvalOutput
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.transformer import decode as decode_lib

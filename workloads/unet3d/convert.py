@@ -132,7 +132,7 @@ def write_checkpoint(params: Any, workload: Any, workdir: str | os.PathLike) -> 
     import jax
     import jax.numpy as jnp
 
-    from tpubench import checkpoint
+    from tpubench.loops import checkpoint
     from tpubench.loops.progress import Progress
     from tpubench.loops.steps import TrainState
 

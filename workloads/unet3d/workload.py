@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from tpubench.loops.evaluation import EvalOutput, EvalResults
+from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.unet3d import brats, dice, mni, model

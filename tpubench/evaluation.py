@@ -85,7 +85,7 @@ def _check(name: str, value: jax.Array, batch_size: int, kind: str) -> None:
             f"eval_step's {kind}[{name!r}] has shape {jnp.shape(value)}; every eval output must "
             f"be per example, with leading dimension the batch ({batch_size}). Return the "
             "unreduced values: the harness applies the mask and sums "
-            "(tpubench/loops/evaluation.py)."
+            "(tpubench/evaluation.py)."
         )
 
 
@@ -93,7 +93,7 @@ def masked(output: EvalOutput, mask: jax.Array) -> BatchEval:
     """Apply the eval mask to one batch's `EvalOutput` (pure; runs inside the eval step)."""
     if not isinstance(output, EvalOutput):
         raise TypeError(
-            "eval_step must return tpubench.loops.evaluation.EvalOutput, not "
+            "eval_step must return tpubench.evaluation.EvalOutput, not "
             f"{type(output).__name__}."
         )
     mask = jnp.asarray(mask, jnp.float32)
