@@ -303,7 +303,7 @@ MINI_LR_BASELINE_AUC = 0.7734
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.extended)])
 def test_mini_reaches_its_auc_target_at_the_measured_step(tmp_path, seed):
     """The target sits above the strongest logistic regression on the same split
-    (benchmarks/baselines.py); a step budget of one eval past the measured step (no wall-clock
+    (baselines/dlrm.py); a step budget of one eval past the measured step (no wall-clock
     budget); seed 0 also checks the log with the official compliance checker (every check
     passes but Criteo's AUC target).
 

@@ -46,7 +46,7 @@ def test_mini_frozen_reaches_its_target_at_the_measured_generation(tmp_path):
 @pytest.mark.extended
 def test_mini_frozen_reaches_its_target_at_the_measured_generation_seed_0(tmp_path):
     """Seed 0: >= 0.8 at generation 8 (0.600-0.725 at generations 1-7), within 9 generations;
-    run with --extended. Generation 8 was measured through benchmarks/minigo_saved_curve.py on
-    the nets of benchmarks/minigo_learning.py (the same trajectory and evaluation keys), not yet
+    run with --extended. Generation 8 was measured through probes/minigo_saved_curve.py on
+    the nets of probes/minigo_learning.py (the same trajectory and evaluation keys), not yet
     through this test."""
     _reaches_target(0, tmp_path)

@@ -215,7 +215,7 @@ def mini_run(tmp_path_factory):
 @pytest.mark.slow
 def test_mini_reaches_its_target_at_the_measured_step(mini_run):
     """Seed 0 reaches mAP 0.52 on the held-out canvases at step 1,125 (one eval of slack),
-    above the strongest trivial detector (0.476, benchmarks/ssd_baselines.py).
+    above the strongest trivial detector (0.476, baselines/ssd.py).
     Counter-case measured: before the first lr decay (step 1,000) both seeds are at 0.42."""
     _, s = mini_run
     assert s["status"] == "success", s["quality_history"]

@@ -181,7 +181,7 @@ MINI_TARGET_STEPS = {"mobilenet_v2_mini": 1125, "mobilenet_v1_mini": 1125}
 def test_mobile_minis_reach_their_target_at_the_measured_step(name, tmp_path):
     """Seed 0 of each mobile mini reaches mAP 0.52 on the held-out canvases at step 1,125, the
     first eval after the lr decay at step 1,000 (budget: one eval of slack), above the strongest
-    trivial detector (0.4763, benchmarks/ssd_baselines.py). Counter-cases measured: before the
+    trivial detector (0.4763, baselines/ssd.py). Counter-cases measured: before the
     decay the curves peak at 0.3889 (v2) and 0.3861 (v1), and v2's earlier decays (steps 625 and
     750) stopped at 0.4547; the v1 mini at width 0.25 peaked at 0.4755 over 1,500 steps.
     Bites (the breaks measured, by earlier runs of the same code): v2's decays back at epochs 5

@@ -13,7 +13,7 @@ Macbeth, Twelfth Night, Henry V, The Tempest); both sets are drawn with fixed se
 The WordPiece vocabulary (`write_vocab`) holds the commonest basic-tokenised words of the
 training records; held-out names and words outside it become `[UNK]`.
 
-Status: NOT a working mini yet. Measured with `python benchmarks/baselines_squad_mini.py` (1,000
+Status: NOT a working mini yet. Measured with `python baselines/bert.py squad` (1,000
 held-out questions, seed 1; official v1.1 F1): first speaker 46.61, last speaker 45.46, most
 frequent speaker 50.26, speaker of the longest speech 70.48, and the speaker of the speech
 sharing the most words with the question 100.00. Because the question is quoted verbatim, a

@@ -11,7 +11,7 @@ Preprocessing, once per process: 2x2x2 mean pooling to 2 mm (98x116x94: a 32^3 c
 
 The corruption that makes it a segmentation task: the template's T1 is an average of 152
 registered brains, and its tissue maps follow its intensity so closely that per-voxel intensity
-thresholds reach mean Dice 0.95 on clean 32^3 crops (benchmarks/unet3d_baselines.py). So every
+thresholds reach mean Dice 0.95 on clean 32^3 crops (baselines/unet3d.py). So every
 crop gets what real MR images have and the template averaged away: a smooth multiplicative bias
 field (exp of a random quadratic in coordinates that span [-1, 1] over FIELD_SPAN_VOXELS = 32
 voxels, 64 mm, so that its inhomogeneity per mm does not depend on the crop size: the

@@ -1,12 +1,18 @@
-"""The win-rate curve a MiniGo config's evaluation would log, from the per-generation nets a
-`benchmarks/minigo_learning.py --save=DIR` run wrote (`DIR/<g>.npz`): each net plays the
+"""Question: what win-rate curve would a MiniGo config's own evaluation log along a training
+trajectory it did not run, e.g. `mini_frozen`'s on the nets of the `mini` GNU Go run? (Seed 0's
+generation-8 crossing of mini_frozen's 0.8 comes from here, not yet from a harness run.)
+Date: 2026-12-02 (session 2026-12-02c).
+Config: minigo `mini_frozen` (workloads/minigo/configs/mini_frozen.py; figures in its docstring).
+
+The win-rate curve a MiniGo config's evaluation would log, from the per-generation nets a
+`probes/minigo_learning.py --save=DIR` run wrote (`DIR/<g>.npz`): each net plays the
 CONFIG's own evaluation (`workload.make_evaluator`: its opponent, games, readouts) with the key
 the harness uses at that generation (`generations._key(state, 1, g)`, state.rng = the seed's
 key). The training trajectory does not depend on the evaluation opponent, so one learning run
 gives the curve of every config that shares its self-play and training settings.
 
-    python benchmarks/minigo_saved_curve.py DIR CONFIG SEED [KEY=VALUE ...]
-    e.g. python benchmarks/minigo_saved_curve.py /tmp/nets_s0 mini_frozen 0 eval.games=40
+    python probes/minigo_saved_curve.py DIR CONFIG SEED [KEY=VALUE ...]
+    e.g. python probes/minigo_saved_curve.py /tmp/nets_s0 mini_frozen 0 eval.games=40
 
 One JSON line per generation (gen, win_rate, won_black, won_white: our colour is black in the
 first half of the games).
@@ -58,6 +64,9 @@ def main(folder: str, config_name: str, seed: int, overrides: list[str]) -> None
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        sys.exit(0)
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:])

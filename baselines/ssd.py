@@ -1,6 +1,6 @@
 """Trivial detectors on the SSD mini's eval canvases, scored by the same pycocotools mAP.
 
-    python benchmarks/ssd_baselines.py
+    python baselines/ssd.py
 
 - prior boxes: no look at the image. Boxes of the train set's median glyph size on a grid
   covering the canvas, each once per class with the class's train frequency as its score.
@@ -15,6 +15,8 @@ Prints the mAP of each (deterministic: the eval canvases are fixed).
 """
 
 from __future__ import annotations
+
+import argparse
 
 import numpy as np
 from scipy import ndimage
@@ -45,6 +47,7 @@ def _evaluate(ev, dets, size) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     cfg = config_lib.load("ssd", "mini")
     spec = canvas.CanvasSpec.of_config(cfg)
     ev = input_pipeline.canvas_eval_set(spec, int(cfg.eval.samples))

@@ -1,6 +1,6 @@
 """Trivial segmenters on the DeepLab mini's eval canvases, scored by the same mean IoU.
 
-    python benchmarks/deeplab_baselines.py
+    python baselines/deeplab.py
 
 - all background: every pixel class 0.
 - ink + majority digit: ink pixels (above `canvas.INK`, which is exactly where the ground truth
@@ -13,7 +13,7 @@
 
 Prints the mean IoU of each (deterministic: the eval canvases are fixed).
 
-    python benchmarks/deeplab_baselines.py --decoder-ceiling
+    python baselines/deeplab.py --decoder-ceiling
 
 adds what a stride-4 output map (the mini's 16x16 decoder map at 64 px) can express: free
 per-image 16x16 logits fitted by Adam (lr 0.3, 400 steps) to the first 200 eval label maps,
@@ -23,7 +23,7 @@ segmenter (it sees the labels).
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 import numpy as np
 from scipy import ndimage
@@ -92,7 +92,10 @@ def decoder_ceiling(truth: np.ndarray, k: int, stride: int = 4, steps: int = 400
 
 
 if __name__ == "__main__":
-    if "--decoder-ceiling" in sys.argv[1:]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--decoder-ceiling", action="store_true",
+                        help="what a stride-4 output map can express (see above)")
+    if parser.parse_args().decoder_ceiling:
         cfg = config_lib.load("deeplab", "mini")
         ev = input_pipeline.canvas_eval_set(input_pipeline.spec_of(cfg), int(cfg.eval.samples))
         print("free stride-4 logits (200 eval canvases): "

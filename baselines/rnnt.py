@@ -1,6 +1,6 @@
 """Trivial baselines for the RNN-T mini (FSDD digit strings, held-out speaker), on its own eval.
 
-    python benchmarks/rnnt_baselines.py --data_dir=DIR   # DIR holds fsdd/recordings
+    python baselines/rnnt.py --data_dir=DIR   # DIR holds fsdd/recordings
 
 Prints the corpus WER (jiwer) of: the empty transcript; the most frequent transcript of 20,000
 training draws; and the best constant guess "w w ... w" (every digit word w, 1 to 4 copies).

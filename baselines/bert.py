@@ -1,4 +1,10 @@
-"""Simple baselines for the BERT mini: masked-word accuracy on the mini's own eval set.
+"""The BERT minis' simple baselines, one subcommand per mini's task:
+
+    mlm          the BERT mini (masked words of Shakespeare; configs mini, mini_seq64, ...)
+    squad        the Shakespeare SQuAD-style questions (squad_mini, mobilebert_squad_mini)
+    multi30k_qa  the cross-lingual Multi30k questions (squad_mini_multi30k)
+
+mlm: masked-word accuracy on the mini's own eval set.
 
 Every baseline predicts each masked word of the mini's eval set (the same windows, the same
 masking, from `workloads.bert.shakespeare`) from counts over the training plays' token stream,
@@ -30,17 +36,54 @@ neighbour is a word), else bidi-gap. It tells a kept word from a random one, as 
 GATE_NATS = 10 is the best of 2, 4, ..., 20 on the mini's own eval set (0.1889; 8: 0.1872, 12:
 0.1885, 2026-12-02), so this baseline is tuned on the eval set: an upper bound for its kind.
 
-    JAX_PLATFORMS=cpu python benchmarks/baselines_bert.py [--config=mini] [--config.KEY=VALUE ...]
+    JAX_PLATFORMS=cpu python baselines/bert.py mlm [--config=mini] [--config.KEY=VALUE ...]
+
+squad: baselines of the Shakespeare SQuAD-style questions (`workloads/bert/shakespeare_qa.py`),
+scored by the official SQuAD v1.1 F1 / EM (`workloads/bert/squad_eval.py`) on held-out plays.
+
+    python baselines/bert.py squad [--count=1000] [--seed=1] [--without-quote]
+
+Answers that do not read the question: the first speaker of the context, the last one, the
+most frequent one (ties: the earliest); and one that does: the speaker of the speech sharing
+the most words with the question (word overlap, lower-cased; ties: the earliest speech), and
+the speaker of the longest speech (characters; ties: the earliest). `--without-quote` cuts the
+quoted line out of the context (`shakespeare_qa.records(..., quote_in_context=False)`).
+
+multi30k_qa: baselines of the cross-lingual Multi30k questions (`workloads/bert/multi30k_qa.py`),
+scored by the official SQuAD v1.1 F1 / EM (`workloads/bert/squad_eval.py`) on the eval questions.
+
+    python baselines/bert.py multi30k_qa [--data_dir=DIR] [--captions=4] [--count=1000] [--seed=1]
+
+Each baseline answers with one of the context's captions (the task's candidates):
+  * positional: the first, the last caption; the longest, the shortest (characters);
+  * length match: the caption whose length times the training set's median German/English
+    character ratio is closest to the question's length (a translation keeps its length);
+  * word overlap: the most lower-cased words shared with the German question (names, numbers,
+    cognates, loan words); char 3-gram overlap (Jaccard of the sets of character trigrams of
+    the lower-cased texts: catches cognates such as Mann/man, Gitarre/guitar);
+  * length + trigrams: the trigram Jaccard minus the length rule's relative error (equal
+    weights);
+  * learned lexicon (NOT trivial: it learns from the 29,000 training pairs, as the model must):
+    each German word replaced by the English word it co-occurs with most (Dice over the
+    training pairs' word sets: `baselines/transformer.py`'s `dice_lexicon`, ties broken
+    alphabetically so the figure does not depend on the string hash seed), then word overlap
+    with the translation.
+Ties: the earliest caption. Each subcommand prints one line per baseline; the config
+docstrings quote them.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import os
+import re
+import sys
 
 import numpy as np
 
 from tpubench import config as config_lib
-from workloads.bert import shakespeare
+from workloads.bert import multi30k_qa, shakespeare, shakespeare_qa, squad_eval
 
 N_SPECIAL = len(shakespeare.SPECIAL_TOKENS)
 GATE_NATS = 10.0
@@ -219,7 +262,7 @@ def accuracy(pred: np.ndarray, examples: dict[str, np.ndarray]) -> float:
     return float(((pred == examples["masked_lm_ids"]) * w).sum() / w.sum())
 
 
-def baselines(config) -> dict[str, float]:
+def mlm_baselines(config) -> dict[str, float]:
     """Name -> masked-word accuracy on `config`'s eval set, with and without "+copy"."""
     corpus, examples = eval_set(config)
     models = CountModels(corpus.train_tokens, len(corpus.vocab))
@@ -235,16 +278,148 @@ def baselines(config) -> dict[str, float]:
     return out
 
 
+# --- squad: the Shakespeare SQuAD-style questions --------------------------------------------
+
+_SQUAD_WORD = re.compile(r"[a-z']+")
+
+
+def _squad_words(text: str) -> list[str]:
+    return _SQUAD_WORD.findall(text.lower())
+
+
+def overlap_speaker(r: dict) -> str:
+    """The speaker whose speech shares the most (multiset) words with the question."""
+    q = collections.Counter(_squad_words(r["question"]))
+    scores = [sum((q & collections.Counter(_squad_words(s))).values()) for s in r["speeches"]]
+    return r["speakers"][scores.index(max(scores))]
+
+
+SQUAD_BASELINES = {
+    "first speaker": lambda r: r["speakers"][0],
+    "last speaker": lambda r: r["speakers"][-1],
+    "most frequent speaker": lambda r: collections.Counter(r["speakers"]).most_common(1)[0][0],
+    "word-overlap speaker": overlap_speaker,
+    "longest-speech speaker": lambda r: r["speakers"][
+        max(range(len(r["speeches"])), key=lambda i: (len(r["speeches"][i]), -i))],
+}
+
+
+def squad_scores(records: list[dict]) -> dict[str, dict[str, float]]:
+    """{baseline: {"exact_match", "f1"}} on the records."""
+    truths = [(r["id"], r["answers"]) for r in records]
+    return {name: squad_eval.evaluate(truths, {r["id"]: f(r) for r in records})
+            for name, f in SQUAD_BASELINES.items()}
+
+
+# --- multi30k_qa: the cross-lingual Multi30k questions ---------------------------------------
+
+_QA_WORD = re.compile(r"\w+")
+
+
+def _qa_words(text: str) -> list[str]:
+    return _QA_WORD.findall(text.lower())
+
+
+def _trigrams(text: str) -> set[str]:
+    t = " ".join(_qa_words(text))
+    return {t[i:i + 3] for i in range(len(t) - 2)}
+
+
+def _argmax(scores) -> int:
+    return int(np.argmax(np.asarray(scores, np.float64)))  # first of ties
+
+
+def _overlap(a: list[str], b: list[str]) -> int:
+    return sum((collections.Counter(a) & collections.Counter(b)).values())
+
+
+def _jaccard(a: set, b: set) -> float:
+    return len(a & b) / max(len(a | b), 1)
+
+
+def qa_lexicon(train: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """German word -> the English word of highest Dice coefficient over the training pairs'
+    word sets (ties: the alphabetically first): `baselines/transformer.py`'s `dice_lexicon`."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling baselines
+    from transformer import dice_lexicon
+
+    return dice_lexicon(((de, en) for en, de in train), _qa_words)
+
+
+def multi30k_qa_baselines(train: tuple[tuple[str, str], ...], records: list[dict]) -> dict:
+    """{name: record -> answer text}."""
+    ratio = float(np.median([len(de) / len(en) for en, de in train]))
+
+    def length_error(r, c):
+        return abs(len(c) * ratio - len(r["question"])) / len(r["question"])
+
+    words_de_en = qa_lexicon(train)
+
+    def pick(score):
+        return lambda r: r["candidates"][_argmax([score(r, c) for c in r["candidates"]])]
+
+    return {
+        "first caption": lambda r: r["candidates"][0],
+        "last caption": lambda r: r["candidates"][-1],
+        "longest caption": pick(lambda r, c: len(c)),
+        "shortest caption": pick(lambda r, c: -len(c)),
+        "length match": pick(lambda r, c: -length_error(r, c)),
+        "word overlap": pick(lambda r, c: _overlap(_qa_words(r["question"]), _qa_words(c))),
+        "char 3-gram overlap": pick(lambda r, c: _jaccard(_trigrams(r["question"]),
+                                                          _trigrams(c))),
+        "length + 3-grams": pick(lambda r, c: _jaccard(_trigrams(r["question"]), _trigrams(c))
+                                 - length_error(r, c)),
+        "learned lexicon (Dice)": pick(lambda r, c: _overlap(
+            [words_de_en.get(w, w) for w in _qa_words(r["question"])], _qa_words(c))),
+    }
+
+
+def multi30k_qa_scores(data_dir: str, records: list[dict]) -> dict[str, dict[str, float]]:
+    """{baseline: {"exact_match", "f1"}} on the records."""
+    truths = [(r["id"], r["answers"]) for r in records]
+    train = multi30k_qa.pairs(data_dir, "train")
+    return {name: squad_eval.evaluate(truths, {r["id"]: f(r) for r in records})
+            for name, f in multi30k_qa_baselines(train, records).items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="mini")
+    sub = parser.add_subparsers(dest="task", required=True)
+    mlm = sub.add_parser("mlm", help="the BERT mini's masked words (--config.KEY=VALUE too)")
+    mlm.add_argument("--config", default="mini")
+    squad = sub.add_parser("squad", help="the Shakespeare SQuAD-style questions")
+    squad.add_argument("--count", type=int, default=1000)
+    squad.add_argument("--seed", type=int, default=1)
+    squad.add_argument("--without-quote", action="store_true")
+    qa = sub.add_parser("multi30k_qa", help="the cross-lingual Multi30k questions")
+    qa.add_argument("--data_dir", default=os.environ.get("TPUBENCH_DATA_DIR", ""))
+    qa.add_argument("--captions", type=int, default=4)
+    qa.add_argument("--count", type=int, default=1000)
+    qa.add_argument("--seed", type=int, default=1)
     args, rest = parser.parse_known_args()
-    config = config_lib.load("bert", args.config, rest)
-    _, examples = eval_set(config)
-    print(f"bert/{args.config}: {int(examples['masked_lm_weights'].sum())} masked words in "
-          f"{len(examples['input_ids'])} eval windows")
-    for name, acc in baselines(config).items():
-        print(f"  {name:22s} {acc:.4f}")
+    if args.task != "mlm" and rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.task == "mlm":
+        config = config_lib.load("bert", args.config, rest)
+        _, examples = eval_set(config)
+        print(f"bert/{args.config}: {int(examples['masked_lm_weights'].sum())} masked words in "
+              f"{len(examples['input_ids'])} eval windows")
+        for name, acc in mlm_baselines(config).items():
+            print(f"  {name:22s} {acc:.4f}")
+    elif args.task == "squad":
+        records = shakespeare_qa.records("eval", args.count, args.seed,
+                                         quote_in_context=not args.without_quote)
+        print(f"{len(records)} held-out questions (seed {args.seed}, quote in context: "
+              f"{not args.without_quote})")
+        for name, s in squad_scores(records).items():
+            print(f"  {name:<24} F1 {s['f1']:.2f}  EM {s['exact_match']:.2f}")
+    else:
+        records = multi30k_qa.records(args.data_dir, "eval", args.count, args.seed,
+                                      args.captions)
+        print(f"{len(records)} eval questions, {args.captions} captions a context "
+              f"(seed {args.seed})")
+        for name, s in multi30k_qa_scores(args.data_dir, records).items():
+            print(f"  {name:<24} F1 {s['f1']:.2f}  EM {s['exact_match']:.2f}")
 
 
 if __name__ == "__main__":

@@ -2,14 +2,14 @@
 the run's own initialisation) against the config's evaluation target, with the same evaluator
 the run uses. A mini's target must sit above it.
 
-    python benchmarks/minigo_baseline.py [CONFIG ...] [KEY=VALUE ...]   (default: mini_frozen)
-    e.g. python benchmarks/minigo_baseline.py mini_frozen run.seed=1
+    python baselines/minigo.py [CONFIG ...] [KEY=VALUE ...]   (default: mini_frozen)
+    e.g. python baselines/minigo.py mini_frozen run.seed=1
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
-import sys
 
 import jax
 
@@ -32,9 +32,12 @@ def baseline(config_name: str, overrides: dict | None = None) -> float:
 
 
 if __name__ == "__main__":
-    names = [a for a in sys.argv[1:] if "=" not in a] or ["mini_frozen"]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("args", nargs="*", metavar="CONFIG or KEY=VALUE")
+    argv = parser.parse_args().args
+    names = [a for a in argv if "=" not in a] or ["mini_frozen"]
     overrides = {k: ast.literal_eval(v) for k, v in
-                 (a.split("=", 1) for a in sys.argv[1:] if "=" in a)}
+                 (a.split("=", 1) for a in argv if "=" in a)}
     for name in names:
         print(f"minigo/{name} {overrides}: untrained network's win rate vs the target: "
               f"{baseline(name, overrides):.3f}", flush=True)

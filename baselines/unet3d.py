@@ -3,7 +3,7 @@ bias field and noise: workloads/unet3d/mni.py), scored on the mini's 44 eval til
 mean Dice (workloads/unet3d/dice.py: per crop, per tissue class, NaN when both empty, mean over
 crops, then over the three classes).
 
-    python benchmarks/unet3d_baselines.py [--clean]
+    python baselines/unet3d.py [--clean]
 
 Fit on the voxels of 400 training crops (the mini's own stream: seed 0, steps 0-99, 4 a step),
 every crop normalised as the model sees it:
@@ -41,8 +41,8 @@ def features(x: np.ndarray) -> np.ndarray:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--clean", action="store_true")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--clean", action="store_true", help="crops without the corruption")
     args = p.parse_args()
     if args.clean:
         mni.corrupt = lambda t1, rng: np.where(t1 > 0, (t1 - t1[t1 > 0].mean()) / (

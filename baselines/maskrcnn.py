@@ -1,10 +1,10 @@
 """Trivial instance segmenters on the Mask R-CNN mini's eval canvases, scored by the same
 pycocotools box AP and mask AP.
 
-    python benchmarks/maskrcnn_baselines.py
+    python baselines/maskrcnn.py
 
 - ink components + class prior: each connected ink component (the SSD baselines' rule,
-  benchmarks/ssd_baselines.py) as a box, its ink pixels as the mask, once per class with the
+  baselines/ssd.py) as a box, its ink pixels as the mask, once per class with the
   class's train frequency as score: perfect localisation and masks for glyphs that do not touch,
   no classification.
 - ink components + 1-NN: the same boxes and masks, classified by the nearest train glyph.
@@ -14,9 +14,11 @@ Prints BBOX and SEGM of each (deterministic: the eval canvases are fixed).
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 from scipy import ndimage
-from ssd_baselines import CLASSES
+from ssd import CLASSES  # the sibling baselines/ssd.py
 
 from tpubench import config as config_lib
 from tpubench.datasets import canvas
@@ -49,6 +51,7 @@ def _score(ev, dets, size: int) -> tuple[float, float]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     cfg = config_lib.load("maskrcnn", "mini")
     spec = canvas.CanvasSpec.of_config(cfg)
     ev = input_pipeline.canvas_eval_set(spec, int(cfg.eval.samples), int(cfg.data.gt_mask_size))

@@ -1,4 +1,9 @@
-"""Does a MiniGo config's self-play learn? The generation loop from the harness's own pieces
+"""Question: does the MiniGo `mini` config's self-play learn, and can it beat GNU Go level 0
+(its target, win rate >= 0.5) within its budget? Open: its target is still provisional.
+Date: 2026-12-02 (the --vs=gnugo and --save runs: session 2026-12-02c).
+Config: minigo `mini` (workloads/minigo/configs/mini.py; its docstring has the figures).
+
+The generation loop from the harness's own pieces
 (`workload.selfplay`, `generations.Window`, the train dispatch), with two learning measures
 per generation that the harness does not log:
 
@@ -11,12 +16,13 @@ per generation that the harness does not log:
                       (`match.GnuGoEvaluator`: eval.gnugo_level, data.komi), GAMES games, and
                       the games won as black (the first half) and as white
 
-    python benchmarks/minigo_learning.py OUT.jsonl GENERATIONS EVERY GAMES [KEY=VALUE ...]
+    python probes/minigo_learning.py OUT.jsonl GENERATIONS EVERY GAMES [KEY=VALUE ...]
         [--vs=gen0|gnugo] [--save=DIR]    (--save: each generation's net as DIR/<g>.npz)
-    e.g. python benchmarks/minigo_learning.py /tmp/mini_s0.jsonl 10 2 40 run.seed=0
+    e.g. python probes/minigo_learning.py /tmp/mini_s0.jsonl 10 2 40 run.seed=0
 
 KEY=VALUE overrides the `mini` config (values as Python literals). One JSON line per
-generation is printed and appended to OUT.jsonl. Figures: configs/mini.py's docstring.
+generation is printed and appended to OUT.jsonl. Figures: workloads/minigo/configs/mini.py's
+docstring.
 """
 
 from __future__ import annotations
@@ -96,6 +102,9 @@ def main(out_path: str, generations: int, every: int, games: int, overrides: lis
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        sys.exit(0)
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     flags = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
     if len(args) < 4 or set(flags) - {"vs", "save"}:

@@ -1,6 +1,6 @@
 """Simple baselines for the Transformer mini (Multi30k de -> en, test2016), scored as the mini is.
 
-    python benchmarks/baselines_transformer.py --data_dir=DIR   # DIR/multi30k/*.gz
+    python baselines/transformer.py --data_dir=DIR   # DIR/multi30k/*.gz
 
 Each baseline translates the mini's own eval split (test2016, 1,000 sentences) using only the
 training pairs (29,000), and is scored with the workload's metric (uncased corpus BLEU with the
@@ -12,7 +12,8 @@ reference's international tokenization, `workloads.transformer.workload.corpus_b
 * retrieval: the English side of the training pair whose German side is most similar (cosine of
   TF-IDF word uni+bigram vectors), i.e. 1-nearest-neighbour translation.
 
-Prints one line per baseline with its BLEU; the mini config's docstring quotes them.
+Prints one line per baseline with its BLEU; the mini config's docstring quotes them (the GNMT
+mini trains and evaluates on the same split: its config quotes them too).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def copy_source(train, test_sources):
 def dice_lexicon(pairs, tokenize=None) -> dict[str, str]:
     """Source word -> the target word of highest Dice coefficient over the (source, target)
     pairs' word sets (ties: the alphabetically first, so the result never depends on set order).
-    Also the learned baseline of benchmarks/baselines_multi30k_qa.py."""
+    Also the learned baseline of `baselines/bert.py multi30k_qa`."""
     tokenize = tokenize or words
     src_count: collections.Counter = collections.Counter()
     tgt_count: collections.Counter = collections.Counter()

