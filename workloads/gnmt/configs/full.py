@@ -4,49 +4,32 @@
     tpubench run gnmt --config=full [--config.data.dir=gs://BUCKET/tensorflow_datasets]
     tpubench fit gnmt --config=full --topology=v4-16
 
-Every number is the reference's, mlcommons/training v0.7 `rnn_translator/pytorch/`:
-train.py defaults (hidden 1024, 4 layers, dropout 0.2, shared embedding, label smoothing 0.1,
-Adam lr 1e-3, batch 128, grad clip 5, max-length-train 50, 8 epochs; warmup 200 steps, decay
-from 0.666 of training, 4 decays of x0.5; beam 5, len-norm 0.6 with constant 5.0, coverage 0.1,
-max-length-test 150, target BLEU 24.0), torch.optim.Adam's default betas (0.9, 0.999) and eps
-1e-8. Model size 160,671,297 parameters at the reference's vocabulary of 32,320 (the count
-NVIDIA's apex GNMT tests state as "MLPerf GNMT has 160671297 parameters"; tests check it with
-jax.eval_shape).
+Every number is the reference's, mlcommons/training v0.7 `rnn_translator/pytorch/` train.py
+defaults (hidden 1024, 4 layers, dropout 0.2, shared embedding, label smoothing 0.1, Adam lr
+1e-3, batch 128, grad clip 5, max-length-train 50, 8 epochs; warmup 200 steps, decay from 0.666
+of training, 4 decays of x0.5; beam 5, len-norm 0.6 with constant 5.0, coverage 0.1,
+max-length-test 150, target BLEU 24.0). 160,671,297 parameters at the reference's vocabulary
+of 32,320 (tests check it with jax.eval_shape).
 
-Data: the reference's WMT16 de-en corpora (`download_dataset.sh`: europarl-v7, commoncrawl,
-news-commentary-v11, in that order), English -> German, through tfds `wmt_translate` configs of
-those subsets; eval on newstest2014 (tfds `wmt14_translate/de-en` "test", 3,003 sentences).
+Needs (extras `tfds` and `text`): the reference's WMT16 de-en corpora (europarl-v7,
+commoncrawl, news-commentary-v11) through tfds `wmt_translate`; eval on newstest2014 (tfds
+`wmt14_translate/de-en` "test", 3,003 sentences). Vocabulary (`data.tokenizer = "bpe"`, built
+by `tpubench prepare`, never on the clock): Moses tokenization (sacremoses), clean-corpus-n
+1-80 and the latin-1 filter, 32,000 joint subword-nmt BPE merges, the reference's special
+tokens and padding; BLEU by sacreBLEU `-lc --tokenize intl` after Moses detokenization. A tfds
+run with this vocabulary is closed division; other tokenizers log it as open.
 
-Vocabulary (`data.tokenizer = "bpe"`, workloads/transformer/moses_bpe.py, built by `tpubench
-prepare`, never on the clock), as the reference's: Moses tokenization (sacremoses, for
-tokenizer.perl -l en / -l de), clean-corpus-n.perl with lengths 1-80 (ratio 9) and the latin-1
-filter (filter_dataset.py) on the training pairs, 32,000 BPE merges learned jointly on both
-languages with subword-nmt, applied to the training pairs and to the (uncleaned) test sources,
-vocab.bpe.32000 from subword-nmt's get_vocab, then `<pad> <unk> <s> <\\s>` (ids 0-3) and
-`madeupwordNNNN` padding to a multiple of 8 (tokenizer.py; pad 8 is the reference's
-`--math fp16`, its fp32 default pads to 1). The decoder starts from `<s>`; BLEU undoes the BPE
-as tokenizer.py's `detokenize`, runs the Moses detokenizer with its default language en (the
-reference calls detokenizer.perl without -l) and scores with sacreBLEU `-lc --tokenize intl`
-(inference.py). A tfds run with this vocabulary is closed division; with data.tokenizer=subword
-or sentencepiece the workload logs it as open (reason in open_division_reason).
-
-The encoder reads `<s>` words `<\\s>`, as the reference's (tokenizer.py `segment`); the length
-filter counts both: max_len 50 = words + 2.
-
-Not the reference's: the text comes from tfds's copy of the corpora, not the reference's files;
-sacremoses and PyPI subword-nmt 0.3.8 stand for the pinned Moses perl scripts and subword-nmt
-commit, not compared byte for byte on WMT16 (no download here), so the prepared vocabulary's
-size has not been checked against 32,320 (the prepare step refuses a vocabulary larger than
+Not the reference's: the text comes from tfds's copy of the corpora; sacremoses and PyPI
+subword-nmt stand for the pinned Moses perl scripts, not compared byte for byte on WMT16, so
+the prepared vocabulary's size is unchecked against 32,320 (prepare refuses one larger than
 model.vocab_size).
 
-Measured: never run at full scale here (no accelerator). Tests instantiate it abstractly
-(parameter count) and run one step of it on synthetic data with a tiny model; its MLPerf log
-fails only the quality target. `tpubench fit gnmt --config=full --topology=v4:2x2x1 --json`
-(compile only, data unprepared: sources of `<s>` + 49 ids; 2026-12-02 with data.tokenizer=bpe
-and ALLOW_MULTIPLE_LIBTPU_LOAD=1; 230 s of compile on a loaded 2-core machine, not a speed
-figure) reported per device: train block 3.01 GiB of 32 GiB HBM (9%), eval step 0.90 GiB,
+Measured: never run at full scale here (no accelerator); its MLPerf log (one step, tiny model,
+synthetic data) fails only the quality target. `tpubench fit gnmt --config=full
+--topology=v4:2x2x1 --json` (2026-12-02, compile only, 230 s of compile on a loaded 2-core
+machine) reported per device: train block 3.01 GiB of 32 GiB HBM (9%), eval step 0.90 GiB,
 0.870 TFLOP and 25.55 GB accessed per step, roofline step time >= 21.29 ms (at most 6,013
-examples/s). Before the sources gained their `<s>`: 3.00 GiB, 0.865 TFLOP, 23.98 GB, 19.98 ms.
+examples/s). Details: workloads/gnmt/README.md.
 """
 
 import ml_collections

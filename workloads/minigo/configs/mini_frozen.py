@@ -10,17 +10,17 @@ Why not GNU Go (`mini`): with these same settings it wins 0.0-0.1 against GNU Go
 10 generations while this config's evaluation of the same nets rises to 0.95 (mini.py).
 
 Measured (issue 14, session 2026-12-02c; a 2-core machine at load average 14-18):
-  baseline: the untrained network against the target, `python benchmarks/minigo_baseline.py
+  baseline: the untrained network against the target, `python baselines/minigo.py
     mini_frozen [run.seed=1]`: seed 0 0.400, seed 1 0.425 (seed 1's target is its own
     initialisation)
-  seed 0, win rate by generation 1-10 (the nets of `benchmarks/minigo_learning.py ... --save`,
+  seed 0, win rate by generation 1-10 (the nets of `probes/minigo_learning.py ... --save`,
     mini.py's GNU Go run, played through this config's evaluation with the run's keys:
-    `python benchmarks/minigo_saved_curve.py /tmp/go_nets_s0 mini_frozen 0`):
+    `python probes/minigo_saved_curve.py /tmp/go_nets_s0 mini_frozen 0`):
     0.600, 0.650, 0.625, 0.650, 0.725, 0.625, 0.675, 0.900, 0.925, 0.950
   seed 1, `tpubench run minigo --config=mini_frozen --config.run.seed=1` (the harness; it
     stops at the target): 0.775 at generation 1, 0.850 at generation 2 (success; 286 s on the
     clock at load ~15, init 285 s untimed); the official checker: VALID. The same net's rates
-    against this target from `benchmarks/minigo_learning.py` (40 games, mini.py's docstring:
+    against this target from `probes/minigo_learning.py` (40 games, mini.py's docstring:
     seed 1's target is its own generation 0): 0.850, 0.825, 0.850, 0.950 at generations 2-8
   training off (seed 1, `--config.schedule.lr_rates=(0.0,)`: no weight update, only the
     batch-norm statistics follow the self-play positions): 0.400, 0.525, 0.625 at generations

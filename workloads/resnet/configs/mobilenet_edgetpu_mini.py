@@ -6,7 +6,7 @@ data and split (4,000 train / 1,000 held-out digits, 14x14): NOT an MLPerf resul
     tpubench infer resnet --config=mobilenet_edgetpu_mini --params=DIR --scenario=Offline \\
         --mode=accuracy --workdir=DIR2 [--quantize=int8]
 
-Baselines on the same split and pixels (the ResNet mini's, `python benchmarks/baselines.py
+Baselines on the same split and pixels (the ResNet mini's, `python baselines/resnet.py
 --mini=resnet`, quoted in configs/mini.py): 1-NN 0.945, RBF SVC 0.957 (C=10, the strongest),
 logistic regression 0.905.
 

@@ -13,7 +13,7 @@ utterances (16-74 frames) are padded to 9,100 frames in all instead of 20,000 in
 100 (with --batch-sizes=50, the batches run cover 17,000 row-frames instead of 20,000), with the
 same 200 responses (measured on a 300-step checkpoint, `tpubench infer` Offline accuracy).
 
-Baselines on the same eval set (benchmarks/rnnt_baselines.py): empty output WER 1.0000, the
+Baselines on the same eval set (baselines/rnnt.py): empty output WER 1.0000, the
 most frequent training transcript ("three five") 0.8889, the best constant guess ("two two")
 0.8819.
 

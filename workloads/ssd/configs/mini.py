@@ -10,7 +10,7 @@ result.
 Default boxes: 4 per cell on 8x8, 4x4, 2x2, 1x1 maps (340 boxes), scales 10-60 px.
 
 Trivial detectors on the same 500 eval canvases, same pycocotools mAP
-(benchmarks/ssd_baselines.py): boxes of the median glyph size on a grid, every class at its
+(baselines/ssd.py): boxes of the median glyph size on a grid, every class at its
 train frequency (no look at the image): 0.0007; the exact boxes of the image's connected ink
 components, every class at its frequency (perfect localisation, no classification): 0.0596;
 the same boxes classified by their nearest train glyph (a non-deep detector that knows the

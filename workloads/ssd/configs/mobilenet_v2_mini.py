@@ -1,61 +1,25 @@
 """SSD-MobileNet v2 (width 0.35, first conv at stride 1) on the canvas digits of
 configs/mini.py, same anchors (8x8, 4x4, 2x2, 1x1 maps, 340 boxes), warmup, decays and budget;
-a lower learning rate and batch-norm momentum 0.9 (below). NOT an MLPerf result.
+a lower learning rate (0.02) and batch-norm momentum 0.9. NOT an MLPerf result.
 
     tpubench run ssd --config=mobilenet_v2_mini --workdir=DIR
-    tpubench infer ssd --config=mobilenet_v2_mini --scenario=Offline --mode=accuracy \\
+    tpubench infer ssd --config=mobilenet_v2_mini --scenario=Offline --mode=accuracy \
         --params=DIR --workdir=OUT
 
-Target: mAP 0.52 (the ResNet mini's), reached by seed 0 at step 1,125, the first eval after
-the lr decay at step 1,000. The strongest trivial detector on the same 500 eval canvases scores
-0.4763 (benchmarks/ssd_baselines.py): the target sits 4.4 points above it and below every
-post-decay eval of the measured run (.5354 .5463 .5502 .5519 at steps 1,125-1,500; the ResNet
-mini plateaus at .555-.558). Seed 1 (session 2026-12-02e,
-`tpubench run ssd --config=mobilenet_v2_mini --config.eval.target_value=0.99
---config.run.seed=1`, stopped once by SIGTERM at step 271 and resumed by the same command)
-reaches it at step 1,125 too: .0329 .0605 .2344 .0088 .3530 .3749 .4112 .3937 | .5353 .5415
-.5492 .5485 (its own dip at step 500, the train loss falling smoothly: mean per 125 steps 3.97
-there after 4.36).
+Target: mAP 0.52 (the ResNet mini's), reached by seeds 0 and 1 at step 1,125, the first eval
+after the lr decay at step 1,000. The strongest trivial detector on the same 500 eval canvases
+scores 0.4763 (baselines/ssd.py). 1,340,336 parameters. Depthwise convolutions as
+shifts (`model.depthwise_impl`): as grouped convs a layer ran about 5x longer on CPU.
 Measured (JAX CPU, the 2-core machine shared with other jobs at load ~6-18; steps, not times,
-are the measurement):
-- with the depthwise convs as grouped convs (`model.depthwise_impl=conv`): stopped before its
-  first eval (step 125). One depthwise layer's forward + backward (batch 32, 64x64x48) ran
-  about 5x longer as a grouped conv than as shifts, timed in one process on the loaded
-  machine (a ratio, not a speed): hence "shifts" here.
-- Batch-norm momentum (session 2026-12-02b). At Keras's 0.999 (the full configs'
-  `model.bn_momentum`) the running statistics are still 0.999^125 = 88% their init at the
-  first eval. Seed 0 trained 125 steps at 0.999 (the procedure of
-  benchmarks/ssd_bn_probe.py, run from a scratch copy): eval mode mAP 0.0001; the same
-  weights with the eval batch's statistics (train-mode BN) 0.0393, and with the running
-  statistics recomputed on 256 fresh train canvases 0.0390; train- vs eval-mode class logits
-  on a train batch differed by 93% (relative L2 norm). Hence `model.bn_momentum = 0.9` here
-  (the ResNet mini's, torch's default), which tests/test_ssd_mobilenet.py checks reaches every
-  batch norm.
-- Learning rate (session 2026-12-02c). At the ResNet mini's 0.05 (and momentum 0.9), seed 0:
-  mAP 0.0032 at step 125, 0.0007 at step 250; train loss (metrics.jsonl) stalled at ~6-7 and
-  spiked: 14.0 at step 161, 23.5 at 179, 43.6 at 182, 68.1 at 185, 41.2 at 230 (session
-  2026-12-02b). At 0.02 (same 100 warmup steps), seed 0, the run below: no spike (the largest
-  train loss after step 125 is 6.55), mAP 0.0412 at step 125 and 0.1467 at step 250
-  (reproduced to the digit by a second run with the old decays: the two configs agree up to
-  step 625). Hence 0.02.
-- Schedule, first try: decays at epochs 5 and 6 and a 7-epoch budget (875 steps), seed 0,
-  mAP at the evals every 125 steps: .0412 .1467 .0288 .2764 .3666 .4485 .4547
-  (3,086 s on the clock at load ~6-18; session 2026-12-02c). Mean train loss per epoch 9.55
-  5.34 4.44 3.84 3.46 3.01 2.81: still falling when the lr dropped.
-- Schedule, this config (session 2026-12-02d): the ResNet mini's decays at epochs 8 and 10
-  (steps 1,000 and 1,250) and 1,500-step budget, at lr 0.02. Seed 0,
-  `tpubench run ssd --config=mobilenet_v2_mini --config.eval.target_value=0.99`, mAP at the
-  evals every 125 steps (steps 125 ... 1,500):
+are the measurement), mAP at the evals every 125 steps (steps 125 ... 1,500; | = the first
+decay):
+  seed 0 (session 2026-12-02d, `--config.eval.target_value=0.99`):
       .0412 .1467 .0288 .2764 .3666 .0530 .3158 .3889 | .5354 .5463 .5502 .5519
-  (| = the first decay). Steps 1-250 are the step-250 checkpoint of the session-c run with
-  these lr and decays (`/tmp/mob_v2_lr02`), resumed under this config: its train loss at
-  steps 251-375 and its step-375 mAP equal the uninterrupted 875-step run's bit for bit (the
-  two schedules agree until step 625), so the curve is one run's. Steps 376-1,125 (750
-  steps, 6 evals) took 2,975 s at load ~10-13 (steps, not times, are the measurement). The
-  dips at steps 375 and 750 (.0288, .0530) come with a smoothly falling train loss (mean per
-  25 steps 4.21 -> 4.19 and 3.26 -> 3.15 around them): not investigated (the ResNet mini's
-  curve dips too at its lr: .318 -> .239, .369 -> .220).
-1,340,336 parameters.
+  seed 1 (session 2026-12-02e, `--config.eval.target_value=0.99 --config.run.seed=1`):
+      .0329 .0605 .2344 .0088 .3530 .3749 .4112 .3937 | .5353 .5415 .5492 .5485
+The dips (steps 375 and 750 on seed 0, 500 on seed 1) come with a smoothly falling train loss
+(not investigated). Why batch-norm momentum 0.9 and lr 0.02 (Keras's 0.999 collapsed the eval;
+lr 0.05 spiked the loss) and the first schedule tried: workloads/ssd/README.md.
 """
 
 import ml_collections

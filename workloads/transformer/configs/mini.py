@@ -12,7 +12,7 @@ split (1,000 sentences, inputs untruncated), beam 4 (alpha 0.6) on device, max 4
 uncased BLEU with the international tokenization (as the full config); every 90 steps. Budget:
 540 steps (6 eval points), no wall-clock limit.
 
-Baselines on the same split and metric (`python benchmarks/baselines_transformer.py
+Baselines on the same split and metric (`python baselines/transformer.py
 --data_dir=DIR`, training pairs only): copy the German source 0.90 BLEU; word-by-word
 most-associated English word (Dice over the 29,000 training pairs, ties broken alphabetically)
 22.24 (22.24 or 22.25 before the tie-break, by PYTHONHASHSEED); nearest-neighbour retrieval of
