@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tpubench import config as config_lib
-from tpubench.mlperf import division
+from tpubench import division
 
 MLPERF_CONFIGS = [("resnet", "full"), ("resnet", "full_sgd"), ("bert", "full"), ("dlrm", "full"),
                   ("transformer", "full")]

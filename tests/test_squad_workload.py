@@ -64,8 +64,8 @@ def _json_workload(squad_dir, **overrides):
 
 def test_squad_configs_make_the_squad_workload_with_the_reference_constants():
     """`model.task=squad` configs dispatch to BertSquadWorkload; the pre-training configs do
-    not. Bites (tried): the dispatch in BertWorkload.__new__ removed (a BertWorkload whose
-    batch has masked-LM keys)."""
+    not. Bites (tried): the dispatch removed (a BertWorkload whose batch has masked-LM keys;
+    now the registry's "bert/squad" entry)."""
     w = _workload("squad_full")
     assert type(w).__name__ == "BertSquadWorkload"
     assert set(w.batch_spec(2, train=True)) == {"input_ids", "input_mask", "segment_ids",

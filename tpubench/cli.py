@@ -45,7 +45,12 @@ def _cmd_list(argv: list[str]) -> int:
     from tpubench import config as config_lib
     from tpubench import registry
 
-    _Parser(prog="tpubench list", description="Workloads, configs and targets.").parse_args(argv)
+    parser = _Parser(prog="tpubench list", description="Workloads, configs and targets.")
+    parser.add_argument("--variants", action="store_true",
+                        help="the variants of each workload instead: which config key picks "
+                        "which class, and the configs of each")
+    if parser.parse_args(argv).variants:
+        return _list_variants()
     for name in registry.names():
         cls = registry.workload_class(name)
         print(f"{name}  (MLPerf: {cls.mlperf_name})")
@@ -63,6 +68,29 @@ def _cmd_list(argv: list[str]) -> int:
                       else f"{cfg.eval.target_metric} {op} {cfg.eval.target_value}")
             print(f"  --config={cfg_name:<{width}} {cfg.data.dataset:<{data_width}} target {target}"
                   f"  [{kind}]")
+    return 0
+
+
+def _list_variants() -> int:
+    """`tpubench list --variants`: per workload with variants, the config key that picks one
+    (`tpubench.registry.VARIANT_KEYS`), then each variant: its class, what it is, its configs."""
+    from tpubench import config as config_lib
+    from tpubench import registry
+
+    for name in registry.names():
+        entries = registry.variants(name)
+        if not entries:
+            continue
+        key, default = registry.VARIANT_KEYS[name]
+        print(f"{name}  (variant: {key}; default {default})")
+        picked: dict[str, list[str]] = {e: [] for e in entries}
+        for cfg_name in config_lib.config_names(name):
+            picked[registry.variant(name, config_lib.load(name, cfg_name))].append(cfg_name)
+        width = max(len(e) for e in entries)
+        for entry in entries:
+            cls, about = registry.describe(entry)
+            print(f"  {entry:<{width}}  {cls}: {about}")
+            print(f"  {'':<{width}}  configs: {', '.join(picked[entry]) or '(none)'}")
     return 0
 
 

@@ -7,7 +7,7 @@ and sets the benchmark's values. Overrides follow `ml_collections.config_flags`
 `tpubench run` and the absl mains (`python -m workloads.<name>.main`) both parse their command
 line with `parse_command_line`, so the same words mean the same config everywhere. An override
 of an MLPerf config that changes the benchmark itself makes the run open division
-(`tpubench.mlperf.division`).
+(`tpubench.division`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import ml_collections
 from absl import flags
 from ml_collections import config_flags
 
+from tpubench import division
 from tpubench.errors import UsageError
-from tpubench.mlperf import division
 
 WORKLOADS_ROOT = pathlib.Path(__file__).resolve().parent.parent / "workloads"
 
@@ -98,7 +98,7 @@ def base_config() -> ml_collections.ConfigDict:
     c.eval.target_provisional = False
 
     # How the run executes: harness settings, not the benchmark (closed division leaves them
-    # free; `tpubench.mlperf.division`).
+    # free; `tpubench.division`).
     c.run = ml_collections.ConfigDict()
     c.run.seed = 0
     c.run.steps_per_dispatch = 1  # train steps per host dispatch (lax.scan over a block).
@@ -135,7 +135,7 @@ def base_config() -> ml_collections.ConfigDict:
     c.submission.platform = ""  # "" = derived from the devices, e.g. "1xcpu"
     c.submission.division = "open"
     c.submission.status = "research"
-    # Set by `tpubench.mlperf.division` when overrides take an MLPerf config out of closed division.
+    # Set by `tpubench.division` when overrides take an MLPerf config out of closed division.
     c.submission.open_reasons = ()
     return c
 
@@ -201,7 +201,7 @@ def load(
     `overrides` is either a mapping of dotted keys to Python values (`{"run.seed": 3}`), or
     command-line words (`["--config.run.seed=3"]`, `["--config.run.seed", "3"]`), parsed exactly
     as `tpubench run` and the absl mains parse them (`parse_command_line`). Overrides of an MLPerf
-    config that closed division does not allow make it open division (`tpubench.mlperf.division`).
+    config that closed division does not allow make it open division (`tpubench.division`).
     """
     if isinstance(overrides, Mapping):
         cfg = _load_named(workload, config)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +27,9 @@ from flax import linen as nn
 
 from tpubench import sources
 from tpubench.evaluation import EvalOutput, EvalResults
+
+if TYPE_CHECKING:
+    from tpubench.mlperf.tunables import Tunable
 
 Batch = dict[str, Any]
 PyTree = Any
@@ -73,11 +76,16 @@ class Workload(abc.ABC):
       data_sources: `config.data.source` name -> `tpubench.sources.DataSource` (how to check,
         read train batches and read eval batches of each real dataset; "synthetic" is the
         harness's). An unknown name is a `UsageError` listing the known ones, at construction.
+      closed_tunables: config key -> `tpubench.mlperf.tunables.Tunable`: what an override may
+        change in this workload's MLPerf config and stay closed division, beyond the harness
+        settings every workload has (`division.HARNESS`); by convention
+        `workloads/<name>/tunables.py`.
     """
 
     name: str = ""
     mlperf_name: str = ""
     data_sources: ClassVar[Mapping[str, sources.DataSource]] = {}
+    closed_tunables: ClassVar[Mapping[str, Tunable]] = {}
     # Which harness loop runs it: "supervised" (`tpubench.loops.supervised`) or "generations"
     # (self-play
     # reinforcement learning, `tpubench.loops.selfplay.GenerationWorkload`).

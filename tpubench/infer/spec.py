@@ -1,16 +1,16 @@
 """The small interface a workload implements to be served under LoadGen: `InferenceSpec`.
 
 A workload gets every MLPerf Inference scenario by providing one function that builds an
-`InferenceSpec` from the workload instance, and one line in `_SPECS` below (name ->
-"module:function"), so that no workload class has to change. The harness (`tpubench.infer`) owns
-the QSL, the SUT, batching, compilation, LoadGen settings and the logs; the spec owns only what
-is specific to the benchmark: its samples, its forward function, its metric and its bounds.
+`InferenceSpec` from the workload instance, named by its entry in `tpubench/registry.py` (name
+or variant -> "module:function"), so that no workload class has to change. The harness
+(`tpubench.infer`) owns the QSL, the SUT, batching, compilation, LoadGen settings and the logs;
+the spec owns only what is specific to the benchmark: its samples, its forward function, its
+metric and its bounds.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import itertools
 import math
 from collections.abc import Callable
@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tpubench import registry
 from tpubench.errors import UsageError
 
 PyTree = Any
@@ -129,18 +130,6 @@ class InferenceSpec:
         return self.quality_fraction * self.reference_quality
 
 
-# Workload name -> "module:function(workload) -> InferenceSpec". One line per served workload.
-_SPECS = {
-    "resnet": "workloads.resnet.inference:resnet_inference_spec",
-    "bert": "workloads.bert.inference:bert_inference_spec",
-    "dlrm": "workloads.dlrm.inference:dlrm_inference_spec",
-    "rnnt": "workloads.rnnt.inference:rnnt_inference_spec",
-    "ssd": "workloads.ssd.inference:ssd_inference_spec",
-    "unet3d": "workloads.unet3d.inference:unet3d_inference_spec",
-    "deeplab": "workloads.deeplab.inference:deeplab_inference_spec",
-}
-
-
 def with_synthetic_samples(spec: InferenceSpec, mode: str) -> InferenceSpec:
     """The spec serving `spec.synthetic_samples(performance_sample_count)` instead of its data:
     never an MLPerf result (`benchmark_model_and_data` False), no accuracy, no calibration set.
@@ -173,28 +162,21 @@ def accuracy_variant(config: Any, variants: dict[str, float], benchmark: str) ->
 
 def served_workloads() -> list[str]:
     """Names of the workloads that declare an inference spec."""
-    return sorted(_SPECS)
+    return registry.served()
 
 
 def inference_spec(workload: Any) -> InferenceSpec:
-    """The `InferenceSpec` of a workload instance (its class may also define
-    `inference_spec()`, which wins); `UsageError` if it has none."""
-    method = getattr(workload, "inference_spec", None)
-    if callable(method):
-        return method()
+    """The `InferenceSpec` of a workload instance, built by the function the registry names for
+    its name and the variant its config selects; `UsageError` if it has none."""
     name = workload.name
-    if name not in _SPECS:
+    build = registry.spec_function(name, workload.config)
+    if build is None:
         raise UsageError(
             f"Workload {name!r} has no inference spec. Served workloads: "
-            f"{', '.join(served_workloads())}. Add 'module:function' to _SPECS in "
-            "tpubench/infer/spec.py."
+            f"{', '.join(served_workloads())}. Add its 'module:function' to its entry in "
+            "tpubench/registry.py."
         )
-    module, function = _SPECS[name].split(":")
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        raise UsageError(f"The inference spec of {name!r} ({module}) is not available: {e}") from e
-    return getattr(mod, function)(workload)
+    return build(workload)
 
 
 def eval_batches(workload: Any) -> Any:

@@ -4,7 +4,7 @@
 The trace starts before the run's second dispatch (the first one, the warm-up, pays for first-run
 allocations) and stops once N steps have been dispatched and finished (whole dispatches, so it may
 cover a few more; evals that fall in between are traced too). It runs on the clock, so a profiled
-run is open division (`tpubench.mlperf.division`: `profile_steps`). Process 0 only.
+run is open division (`tpubench.division`: `profile_steps`). Process 0 only.
 """
 
 from __future__ import annotations

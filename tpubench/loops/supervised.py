@@ -32,7 +32,7 @@ import jax
 import ml_collections
 import numpy as np
 
-from tpubench import evaluation, registry
+from tpubench import division, evaluation, registry
 from tpubench import mesh as mesh_lib
 from tpubench.errors import UsageError
 from tpubench.loops import checkpoint, preemption
@@ -43,7 +43,6 @@ from tpubench.loops.clock import Clock, Stopwatch, now_unix
 from tpubench.loops.profiling import StepProfiler
 from tpubench.loops.progress import Progress
 from tpubench.loops.writers import RunMetrics
-from tpubench.mlperf import division
 from tpubench.mlperf import mllog as mllog_lib
 from tpubench.mlperf.mllog import constants
 from tpubench.mlperf.results import RunDir

@@ -1,8 +1,9 @@
 """BERT fine-tuned on SQuAD v1.1 (the model MLPerf Inference v0.7 bert-99 / bert-99.9 serves).
 
 A `bert` config with `model.task = "squad"` (configs `squad_full`, `squad_smoke`) makes this
-workload (`BertWorkload` dispatches on the task). It keeps BERT's model sizes, optimizer,
-schedule and TF checkpoint import, and swaps in:
+workload: the registry's variant "bert/squad" (`tpubench/registry.py`), served by
+`squad_inference.squad_inference_spec`. It keeps BERT's model sizes, optimizer, schedule and TF
+checkpoint import, and swaps in:
   * the model: `BertForQuestionAnswering` (encoder + `cls/squad` span head);
   * the loss of Google's `run_squad.py`: mean over the batch of (cross-entropy of the start
     position over the sequence + that of the end position) / 2, unmasked logits as the reference;
@@ -42,7 +43,7 @@ import optax
 from flax import linen as nn
 from flax import traverse_util
 
-from tpubench import paths
+from tpubench import paths, registry
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.loops import feed as data
@@ -196,7 +197,7 @@ class BertSquadWorkload(BertWorkload):
     def teacher(self) -> BertSquadWorkload | None:
         """The distillation teacher's workload (`model.distill.teacher`'s config), or None."""
         run_dir = distill.teacher_dir(self.config)
-        return BertWorkload(distill.teacher_config(run_dir)) if run_dir else None
+        return registry.create(distill.teacher_config(run_dir)) if run_dir else None
 
     def _restore(self, boxed: PyTree) -> PyTree:
         """The checkpoint's encoder (and head, with `init_checkpoint_has_squad_head`) replace
@@ -407,8 +408,3 @@ class BertSquadWorkload(BertWorkload):
             "doc_stride": int(c.data.doc_stride),
             "max_query_length": int(c.data.max_query_length),
         }
-
-    def inference_spec(self) -> Any:
-        from workloads.bert.squad_inference import squad_inference_spec
-
-        return squad_inference_spec(self)

@@ -36,6 +36,7 @@ from tpubench.workload import Batch, PyTree, Workload
 from workloads.bert import input_pipeline, packing, shakespeare, tf_checkpoint
 from workloads.bert.mobilebert import MobileBertConfig, MobileBertForPreTraining
 from workloads.bert.model import BertConfig, BertForPreTraining
+from workloads.bert.tunables import CLOSED_TUNABLES
 
 OPTIMIZERS = ("lamb", "adamw")  # "adamw": the mini only (LAMB is the reference)
 TFRECORD_HINT = (
@@ -159,16 +160,7 @@ class BertWorkload(Workload):
     name = "bert"
     mlperf_name = "bert"
     data_sources = DATA_SOURCES
-
-    def __new__(cls, config: Any = None, *args: Any, **kwargs: Any) -> BertWorkload:
-        """`model.task = "squad"` (the `squad_*` configs) makes the SQuAD fine-tuning workload
-        (`workloads.bert.squad_workload`); the default task is pre-training."""
-        if cls is BertWorkload and config is not None and (
-                config.model.get("task", "pretraining") == "squad"):
-            from workloads.bert.squad_workload import BertSquadWorkload
-
-            cls = BertSquadWorkload
-        return super().__new__(cls)
+    closed_tunables = CLOSED_TUNABLES  # what closed division lets an override change
 
     # `model.arch` -> the model of this task (the SQuAD workload has its own table).
     archs: dict[str, type[nn.Module]] = {"bert": BertForPreTraining,

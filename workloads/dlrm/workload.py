@@ -23,6 +23,7 @@ from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.dlrm import flights, input_pipeline, sparse
 from workloads.dlrm.model import DLRM, EMBED_ROWS
+from workloads.dlrm.tunables import CLOSED_TUNABLES
 
 _CRITEO_HELP = "in config.data.dir; tensorflow-datasets has no Criteo 1TB builder"
 DATA_SOURCES = {
@@ -47,6 +48,7 @@ class DLRMWorkload(Workload):
     name = "dlrm"
     mlperf_name = "dlrm"
     data_sources = DATA_SOURCES
+    closed_tunables = CLOSED_TUNABLES  # what closed division lets an override change
 
     # ---- model ---------------------------------------------------------------------------------
     def model(self) -> nn.Module:

@@ -27,6 +27,7 @@ from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.maskrcnn import coco, input_pipeline, model, optim, rcnn
+from workloads.maskrcnn.tunables import CLOSED_TUNABLES
 from workloads.ssd import convert
 
 DATA_SOURCES = {
@@ -52,6 +53,7 @@ class MaskRCNNWorkload(Workload):
     name = "maskrcnn"
     mlperf_name = "maskrcnn"
     data_sources = DATA_SOURCES
+    closed_tunables = CLOSED_TUNABLES  # what closed division lets an override change
 
     # ---- model ---------------------------------------------------------------------------------
     @functools.cached_property

@@ -19,6 +19,7 @@ from tpubench.nn import layers
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.resnet import input_pipeline, mobilenet_edgetpu, model, optim
+from workloads.resnet.tunables import CLOSED_TUNABLES
 
 DATA_SOURCES = {
     "tfds": DataSource.of_config(
@@ -41,6 +42,7 @@ class ResNetWorkload(Workload):
     name = "resnet"
     mlperf_name = "resnet"
     data_sources = DATA_SOURCES
+    closed_tunables = CLOSED_TUNABLES  # what closed division lets an override change
 
     def model(self) -> model.ResNet | mobilenet_edgetpu.MobileNetEdgeTPU:
         m = self.config.model

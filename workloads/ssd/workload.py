@@ -24,6 +24,7 @@ from tpubench.nn import layers
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.ssd import coco, convert, convert_mobilenet, input_pipeline, model, optim
+from workloads.ssd.tunables import CLOSED_TUNABLES
 
 DATA_SOURCES = {
     "tfds": DataSource.of_config(
@@ -42,6 +43,7 @@ class SSDWorkload(Workload):
     name = "ssd"
     mlperf_name = "ssd"
     data_sources = DATA_SOURCES
+    closed_tunables = CLOSED_TUNABLES  # what closed division lets an override change
 
     # ---- model ---------------------------------------------------------------------------------
     @functools.cached_property

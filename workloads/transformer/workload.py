@@ -36,6 +36,7 @@ from workloads.transformer import input_pipeline as ip
 from workloads.transformer import model as model_lib
 from workloads.transformer import prepared
 from workloads.transformer.translation import PreparedTranslation, corpus_bleu  # noqa: F401
+from workloads.transformer.tunables import CLOSED_TUNABLES
 
 TRAIN_KEYS = tuple(
     f"{k}{suffix}" for k in ip.PACKED_KEYS for suffix in ("", "_position", "_segmentation")
@@ -83,6 +84,7 @@ class TransformerWorkload(PreparedTranslation, Workload):
     name = "transformer"
     mlperf_name = "transformer"
     data_sources = DATA_SOURCES
+    closed_tunables = CLOSED_TUNABLES  # what closed division lets an override change
 
     def __init__(self, config):
         super().__init__(config)

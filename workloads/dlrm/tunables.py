@@ -1,0 +1,45 @@
+"""What closed division lets a `--config.KEY=VALUE` override change in the DLRM MLPerf config.
+
+`CLOSED_TUNABLES` (its workload class's `closed_tunables`): the rows of the MLPerf Training Rules
+v0.7 hyperparameter table for `dlrm | sgd`, and the settings the rules leave free for this
+benchmark, each with the rule it comes from. `tpubench.division` applies it, with the
+harness-wide `HARNESS` table.
+"""
+
+from __future__ import annotations
+
+from tpubench.mlperf.tunables import GRAPH, HP, RULES, Tunable, equals, one_of
+
+CLOSED_TUNABLES: dict[str, Tunable] = {
+    "data.global_batch_size": Tunable(HP + "dlrm | sgd | global_batch_size | unconstrained"),
+    "optimizer.sparse_embedding_update": Tunable(
+        "an implementation choice, not a hyperparameter: the row-sparse and the dense "
+        "embedding update are the same SGD step (workloads/dlrm/sparse.py; "
+        "tests/test_dlrm_sparse.py compares the trajectories)"),
+    "optimizer.learning_rate": Tunable(
+        HP + "dlrm | sgd | opt_base_learning_rate, sgd_opt_base_learning_rate | "
+        "unconstrained"),
+    "schedule.warmup_steps": Tunable(
+        HP + "dlrm | sgd | opt_learning_rate_warmup_steps | unconstrained"),
+    "schedule.decay_start_step": Tunable(
+        HP + "dlrm | sgd | lr_decay_start_steps | unconstrained"),
+    "schedule.decay_steps": Tunable(
+        HP + "dlrm | sgd | sgd_opt_learning_rate_decay_steps | unconstrained"),
+    "schedule.decay_power": Tunable(
+        HP + "dlrm | sgd | sgd_opt_learning_rate_decay_poly_power | 2",
+        equals("schedule.decay_power", 2,
+               "dlrm | sgd | sgd_opt_learning_rate_decay_poly_power")),
+    "data.source": Tunable(
+        f"{RULES}, Data State at Start of Run: \"The data may also be reformatted for the "
+        "target system provided that the reformatting does not introduce new information\" "
+        "(the same Criteo 1TB days, as binary or TSV)",
+        one_of("data.source", ("criteo_binary", "criteo_tsv"), "Criteo 1TB formats")),
+    "run.embedding_shard_min_rows": Tunable(GRAPH),
+    "run.embedding_rows_multiple": Tunable(
+        f"{GRAPH}; padding rows are never looked up (Data Representation: \"Mathematically "
+        "equivalent padding\")"),
+    "eval.inference_variant": Tunable(
+        "read by `tpubench infer` only (dlrm-99 or dlrm-99.9); training never reads it"),
+    "eval.inference_quantile_file": Tunable(
+        "read by `tpubench infer` only (where the v0.7 reference's dist_quantile.txt is)"),
+}
