@@ -22,9 +22,9 @@ from absl import app, flags
 from flax import linen as nn
 
 from tpubench import config as config_lib
+from tpubench.text.translation import corpus_bleu
 from workloads.gnmt import model as model_lib
 from workloads.gnmt.workload import GNMTWorkload
-from workloads.transformer.translation import corpus_bleu
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("data_dir", "../shared/data", "folder holding multi30k/")

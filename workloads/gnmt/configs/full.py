@@ -17,7 +17,7 @@ Data: the reference's WMT16 de-en corpora (`download_dataset.sh`: europarl-v7, c
 news-commentary-v11, in that order), English -> German, through tfds `wmt_translate` configs of
 those subsets; eval on newstest2014 (tfds `wmt14_translate/de-en` "test", 3,003 sentences).
 
-Vocabulary (`data.tokenizer = "bpe"`, workloads/transformer/moses_bpe.py, built by `tpubench
+Vocabulary (`data.tokenizer = "bpe"`, tpubench/text/moses_bpe.py, built by `tpubench
 prepare`, never on the clock), as the reference's: Moses tokenization (sacremoses, for
 tokenizer.perl -l en / -l de), clean-corpus-n.perl with lengths 1-80 (ratio 9) and the latin-1
 filter (filter_dataset.py) on the training pairs, 32,000 BPE merges learned jointly on both
@@ -73,7 +73,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.lowercase = False
     c.data.cache_dir = ""
     # The reference's vocabulary (download_dataset.sh, seq2seq/data/tokenizer.py; cited in
-    # workloads/transformer/moses_bpe.py): Moses tokenization, clean-corpus-n.perl 1 80, the
+    # tpubench/text/moses_bpe.py): Moses tokenization, clean-corpus-n.perl 1 80, the
     # latin-1 filter, 32,000 joint subword-nmt BPE merges, specials, padded to a multiple of 8.
     c.data.tokenizer = "bpe"
     c.data.num_merges = 32000  # download_dataset.sh: merge_ops=32000

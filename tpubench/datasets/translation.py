@@ -1,11 +1,10 @@
-"""Translation data: sentence pairs from Multi30k files or tfds WMT, packing into fixed-length
-training rows, and padded eval batches.
+"""Translation data: sentence pairs from Multi30k files or tfds WMT, their tokenization, the
+greedy packing of pairs into fixed-length rows (done once by `prepared_text.py`) and padded eval
+batches; shared by the translation workloads (Transformer, GNMT) and BERT's Multi30k minis.
 
-Training (prepared offline by `prepared.py`): pairs whose source or target (with EOS) exceed
-`max_len` are discarded; the kept pairs are packed greedily, once, into rows of `max_len` source
-and `max_len` target tokens (a pair starts a new row when either side would overflow). A
-"sample" is a packed row, as in Google's v0.7 JAX submission; an epoch is every row once, in an
-order shuffled by (seed, epoch). Batches are a pure function of (seed, step).
+Training pairs whose source or target (with EOS) exceed `max_len` are discarded (`keep_indices`);
+the kept pairs are packed greedily into rows of `max_len` source and `max_len` target tokens (a
+pair starts a new row when either side would overflow).
 
 WMT (full config): the reference's three training corpora (mlcommons/training v0.7
 `translation/tensorflow/transformer/data_download.py`: news-commentary-v12, commoncrawl,
@@ -188,28 +187,6 @@ def keep_indices(pairs: Pairs, max_len: int) -> np.ndarray:
         i for i in range(len(pairs.sources))
         if 1 < len(pairs.sources[i]) <= max_len and 1 < len(pairs.targets[i]) <= max_len
     ], np.int64)
-
-
-def train_batches(
-    pairs: Pairs, rows: Sequence[np.ndarray], config: ml_collections.ConfigDict,
-    start_step: int, process_index: int, process_count: int,
-) -> Iterator[dict[str, np.ndarray]]:
-    """This process's slice of every global batch from `start_step` on: each epoch visits the
-    prepared rows in an order shuffled by (seed, epoch); its last partial batch is dropped."""
-    c = config
-    gbs, local = c.data.global_batch_size, c.data.global_batch_size // process_count
-    n_batches = len(rows) // gbs
-    if n_batches == 0:
-        raise UsageError(
-            f"An epoch packs into {len(rows)} rows, fewer than global_batch_size={gbs}.")
-    epoch, first_batch = divmod(start_step, n_batches)
-    while True:
-        order = np.random.default_rng([c.run.seed, epoch]).permutation(len(rows))
-        for b in range(first_batch, n_batches):
-            first = b * gbs + process_index * local
-            picked = [rows[i].tolist() for i in order[first : first + local]]
-            yield build_packed(pairs, picked, c.data.max_len)
-        epoch, first_batch = epoch + 1, 0
 
 
 def eval_batches(

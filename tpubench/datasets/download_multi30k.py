@@ -1,6 +1,7 @@
 """Download Multi30k task 1 (English-German captions) from its public source, checksum-verified.
 
-    python -m workloads.transformer.download_multi30k --data_dir=DIR
+    python -m workloads.transformer.download_multi30k --data_dir=DIR   # the documented command
+    python -m tpubench.datasets.download_multi30k --data_dir=DIR       # the same
 
 writes DIR/multi30k/{train,val,test_2016_flickr}.{de,en}.gz (1.3 MB), fetched from the GitHub
 repository multi30k/dataset at a fixed commit. Each file's SHA-256 is checked before it is moved
@@ -86,6 +87,7 @@ def download(data_dir: str | os.PathLike, base_url: str = BASE_URL) -> pathlib.P
 
 
 def main(argv: list[str]) -> None:
+    """absl main: download into --data_dir; exit status 1 on a checksum mismatch."""
     del argv
     try:
         print(f"Multi30k is in {download(flags.FLAGS.data_dir)}")
@@ -94,7 +96,12 @@ def main(argv: list[str]) -> None:
         sys.exit(1)
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The command line: define --data_dir and run `main` under absl."""
     flags.DEFINE_string("data_dir", None, "Directory to download into (files go to DIR/multi30k).")
     flags.mark_flag_as_required("data_dir")
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()
