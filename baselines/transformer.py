@@ -4,7 +4,7 @@
 
 Each baseline translates the mini's own eval split (test2016, 1,000 sentences) using only the
 training pairs (29,000), and is scored with the workload's metric (uncased corpus BLEU with the
-reference's international tokenization, `workloads.transformer.workload.corpus_bleu`):
+reference's international tokenization, `tpubench.tasks.translation.corpus_bleu`):
 
 * copy: the German source as the "translation" (names, numbers and shared words match);
 * word-by-word: each source word replaced by the English word it co-occurs with most (Dice
@@ -25,8 +25,8 @@ import re
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from workloads.transformer import input_pipeline as ip
-from workloads.transformer.workload import corpus_bleu
+from tpubench.datasets import translation as ip
+from tpubench.tasks.translation import corpus_bleu
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 

@@ -86,8 +86,8 @@ def _report(name: str, variants: dict, tokens: dict, steps: int) -> None:
 
 
 def transformer(steps: int) -> None:
-    from workloads.transformer import input_pipeline as ip
-    from workloads.transformer import prepared
+    from tpubench.datasets import prepared_text as prepared
+    from tpubench.datasets import translation as ip
     from workloads.transformer.workload import TransformerWorkload
 
     cache = tempfile.mkdtemp(prefix="packing_bench_")

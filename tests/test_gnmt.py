@@ -12,13 +12,13 @@ from flax import linen as nn
 
 from tpubench import config as config_lib
 from tpubench import registry
+from tpubench.datasets import prepared_text as prepared
 from tpubench.errors import UsageError
 from tpubench.loops import supervised as train
 from tpubench.mlperf import mllog
 from workloads.gnmt import decode
 from workloads.gnmt import model as gnmt_model
 from workloads.gnmt.workload import GNMTWorkload, smoothed_xent
-from workloads.transformer import prepared
 
 QUALITY_FAILURE = [
     "WARNING -  Failed checks for eval_accuracy : v['value'] >= 0.240 and v['value'] < 1",
@@ -432,7 +432,7 @@ def test_smoke_multi30k_trains_and_scores_every_test_sentence_in_order(smoke_mul
     import optax
 
     from tpubench import evaluation
-    from workloads.transformer.workload import corpus_bleu
+    from tpubench.tasks.translation import corpus_bleu
 
     w = smoke_multi30k
     params = nn.meta.unbox(w.init(jax.random.PRNGKey(0))[0])

@@ -1,4 +1,4 @@
-"""The GNMT reference's vocabulary (`data.tokenizer="bpe"`, workloads/transformer/moses_bpe.py):
+"""The GNMT reference's vocabulary (`data.tokenizer="bpe"`, tpubench/text/moses_bpe.py):
 prepared on a small made parallel corpus with 200 merges, checked against the reference's shell
 pipeline (download_dataset.sh) run with the libraries' own command-line tools."""
 
@@ -15,9 +15,10 @@ import sacrebleu
 from sacremoses import MosesDetokenizer, MosesTokenizer
 
 from tpubench import config as config_lib
+from tpubench.datasets import prepared_text as prepared
 from tpubench.errors import UsageError
+from tpubench.text import moses_bpe
 from workloads.gnmt.workload import GNMTWorkload
-from workloads.transformer import moses_bpe, prepared
 
 MERGES = 200
 BIN = pathlib.Path(sys.executable).parent

@@ -8,12 +8,12 @@ import pytest
 
 from tpubench import cli
 from tpubench import config as config_lib
+from tpubench.datasets import prepared_text as prepared
+from tpubench.datasets import translation as ip
 from tpubench.errors import UsageError
 from tpubench.loops import supervised as train
 from tpubench.prepare import main as prepare_main
 from tpubench.workload import Workload
-from workloads.transformer import input_pipeline as ip
-from workloads.transformer import prepared
 from workloads.transformer.workload import TransformerWorkload
 
 

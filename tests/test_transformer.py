@@ -13,15 +13,19 @@ from flax import linen as nn
 
 from tpubench import config as config_lib
 from tpubench import evaluation, registry
+from tpubench.datasets import download_multi30k
+from tpubench.datasets import prepared_text as prepared
+from tpubench.datasets import translation as ip
 from tpubench.errors import UsageError
 from tpubench.loops import steps
 from tpubench.loops import supervised as train
 from tpubench.mlperf import mllog
-from workloads.transformer import decode, download_multi30k, prepared
-from workloads.transformer import input_pipeline as ip
+from tpubench.tasks.translation import corpus_bleu
+from tpubench.text import subtokenizer as sub
+from workloads.transformer import decode
 from workloads.transformer import model as transformer_model
-from workloads.transformer import subtokenizer as sub
-from workloads.transformer.workload import TransformerWorkload, corpus_bleu, rsqrt_schedule
+from workloads.transformer.input_pipeline import train_batches
+from workloads.transformer.workload import TransformerWorkload, rsqrt_schedule
 
 QUALITY_FAILURE = [
     "WARNING -  Failed checks for eval_accuracy : v['value'] >= 0.2500 and v['value'] < 1",
@@ -185,19 +189,19 @@ def test_train_batches_are_a_function_of_seed_and_step():
     kept = ip.keep_indices(pairs, 16)
     rows = [np.asarray(r) for r in ip.pack_rows(pairs, kept, 16)]
     c = _config("smoke", **{"data.max_len": 16, "data.global_batch_size": 4})
-    stream = ip.train_batches(pairs, rows, c, 0, 0, 1)
+    stream = train_batches(pairs, rows, c, 0, 0, 1)
     first = [next(stream) for _ in range(12)]  # crosses an epoch boundary
     assert len(rows) // 4 < 12
-    resumed = ip.train_batches(pairs, rows, c, 7, 0, 1)
+    resumed = train_batches(pairs, rows, c, 7, 0, 1)
     for expected in first[7:]:
         got = next(resumed)
         for k in expected:
             np.testing.assert_array_equal(got[k], expected[k])
-    halves = [next(ip.train_batches(pairs, rows, c, 3, p, 2))["inputs"] for p in (0, 1)]
+    halves = [next(train_batches(pairs, rows, c, 3, p, 2))["inputs"] for p in (0, 1)]
     np.testing.assert_array_equal(np.concatenate(halves), first[3]["inputs"])
-    other_seed = next(ip.train_batches(pairs, rows, _config("smoke", **{"data.max_len": 16,
-                                                                        "data.global_batch_size": 4,
-                                                                        "run.seed": 1}), 0, 0, 1))
+    other_seed = next(train_batches(pairs, rows, _config("smoke", **{"data.max_len": 16,
+                                                                     "data.global_batch_size": 4,
+                                                                     "run.seed": 1}), 0, 0, 1))
     assert not np.array_equal(first[0]["inputs"], other_seed["inputs"])
     # An epoch is every prepared row once (the last partial batch dropped).
     n = len(rows) // 4

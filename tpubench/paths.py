@@ -4,8 +4,8 @@
 read at each call, so tests (tests/conftest.py) and users can point it elsewhere at any time.
 What lives there: the measured CPU peak (`tpubench.platform.perf`), JAX's persistent compilation
 cache
-(`tpubench.platform.compile_cache`), the transformer's prepared data
-(`workloads/transformer/prepared.py`, unless `--config.data.cache_dir` says otherwise).
+(`tpubench.platform.compile_cache`), the translation workloads' prepared data
+(`tpubench/datasets/prepared_text.py`, unless `--config.data.cache_dir` says otherwise).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ numbers, a few cognates); the model must learn which German words go with which 
 from the training questions. Train questions come from Multi30k's `train` split (29,000 pairs),
 eval questions from `test_2016_flickr` (1,000 pairs; every test sentence asked once in the
 default eval set), both drawn with fixed seeds; the text is the Transformer mini's
-(`workloads/transformer/input_pipeline.read_multi30k`).
+(`tpubench/datasets/translation.read_multi30k`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pathlib
 
 import numpy as np
 
-from workloads.transformer import input_pipeline as mt
+from tpubench.datasets import translation as mt
 
 SPLITS = {"train": "train", "eval": "test"}  # question split -> Multi30k split
 

@@ -44,6 +44,7 @@ from flax import linen as nn
 from flax import traverse_util
 
 from tpubench import paths, registry
+from tpubench.datasets import translation as mt
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.loops import feed as data
@@ -64,7 +65,6 @@ from workloads.bert import (
 from workloads.bert.mobilebert import MobileBertForQuestionAnswering
 from workloads.bert.model import BertForQuestionAnswering
 from workloads.bert.workload import BertWorkload
-from workloads.transformer import input_pipeline as mt
 
 
 def _records(w: BertSquadWorkload, training: bool) -> list[squad_data.Record]:

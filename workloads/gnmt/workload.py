@@ -6,13 +6,14 @@ divided by the batch size (reference `seq2seq/train/trainer.py`: `loss /= B * it
 `WarmupMultiStepLR` (`seq2seq/train/lr_scheduler.py`). Evaluate by beam search on device
 (`decode.py`), detokenize on the host and score with sacreBLEU uncased with the international
 tokenization, as the reference's `seq2seq/inference/inference.py` runs
-`sacrebleu --input DETOK REF --score-only -lc --tokenize intl` (the Transformer workload's
-`corpus_bleu`). BLEU is logged as a fraction (0.24 = 24.0 BLEU).
+`sacrebleu --input DETOK REF --score-only -lc --tokenize intl` (`corpus_bleu` of
+`tpubench/tasks/translation.py`, shared with the Transformer). BLEU is logged as a fraction
+(0.24 = 24.0 BLEU).
 
-Data: the sentence pairs the Transformer workload's prepare step writes
-(`workloads/transformer/prepared.py`, under `cache_dir/gnmt/`): Multi30k (mini) or the WMT16
-corpora through tfds (full), in the full config with the reference's Moses + BPE vocabulary
-(`data.tokenizer="bpe"`, `workloads/transformer/moses_bpe.py`). Pairs longer than
+Data: the sentence pairs the translation prepare step writes (`tpubench/datasets/prepared_text.py`,
+shared with the Transformer, under `cache_dir/gnmt/`): Multi30k (mini) or the WMT16 corpora
+through tfds (full), in the full config with the reference's Moses + BPE vocabulary
+(`data.tokenizer="bpe"`, `tpubench/text/moses_bpe.py`). Pairs longer than
 `data.max_len` tokens with the reference's start and end tokens counted (`--max-length-train
 50`, "including special BOS and EOS tokens") are discarded. Ids: with the BPE vocabulary the
 reference's (PAD 0, UNK 1, BOS 2 = the decoder's start token, EOS 3); with the mini's
@@ -35,15 +36,16 @@ import ml_collections
 import numpy as np
 import optax
 
+from tpubench.datasets import prepared_text as prepared
+from tpubench.datasets import translation as ip
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput
 from tpubench.sources import DataSource
+from tpubench.tasks.translation import PreparedTranslation
+from tpubench.text import moses_bpe
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.gnmt import decode as decode_lib
 from workloads.gnmt import model as model_lib
-from workloads.transformer import input_pipeline as ip
-from workloads.transformer import moses_bpe, prepared
-from workloads.transformer.translation import PreparedTranslation
 
 
 def warmup_multistep(base: float, total_steps: int, warmup_steps: int, remain_steps: int,
@@ -104,7 +106,7 @@ class GNMTWorkload(PreparedTranslation, Workload):
         if (c.submission.division == "closed" and c.data.source == "tfds"
                 and c.data.tokenizer != "bpe"):
             # The reference learns 32,000 BPE merges with subword-nmt on Moses-tokenized text
-            # (data.tokenizer="bpe", workloads/transformer/moses_bpe.py); any other vocabulary
+            # (data.tokenizer="bpe", tpubench/text/moses_bpe.py); any other vocabulary
             # is not the closed benchmark.
             c.submission.division = "open"
             c.is_mlperf = False

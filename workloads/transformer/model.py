@@ -21,8 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-PAD_ID = 0  # also the decoder's start token (targets are shifted right by one PAD)
-EOS_ID = 1
+from tpubench.text.ids import PAD_ID  # also the decoder's start token (targets shift by one PAD)
 
 _xavier = nn.initializers.xavier_uniform()
 _zeros = nn.initializers.zeros

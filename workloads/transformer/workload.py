@@ -13,8 +13,8 @@ international tokenization) and takes corpus BLEU-4 with brevity penalty and, fo
 with no match, precision 1 / (2^k * candidates). That is sacreBLEU with `tokenize="intl"`,
 `lowercase=True` and its default `smooth_method="exp"`; tests check the two agree.
 
-The data is prepared offline (`tpubench prepare transformer --config=...`, see `prepared.py`);
-a run without it fails in `check_data`, before any compute.
+The data is prepared offline (`tpubench prepare transformer --config=...`, see
+`tpubench/datasets/prepared_text.py`); a run without it fails in `check_data`, before any compute.
 """
 
 from __future__ import annotations
@@ -27,15 +27,17 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from tpubench.datasets import prepared_text as prepared
+from tpubench.datasets import translation as ip
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput
 from tpubench.sources import DataSource
+from tpubench.tasks.translation import PreparedTranslation
+from tpubench.text.ids import EOS_ID
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.transformer import decode as decode_lib
-from workloads.transformer import input_pipeline as ip
+from workloads.transformer import input_pipeline
 from workloads.transformer import model as model_lib
-from workloads.transformer import prepared
-from workloads.transformer.translation import PreparedTranslation, corpus_bleu  # noqa: F401
 from workloads.transformer.tunables import CLOSED_TUNABLES
 
 TRAIN_KEYS = tuple(
@@ -60,14 +62,14 @@ def _prepared_train(w: TransformerWorkload, start_step: int, process_index: int,
                     process_count: int) -> Iterator[Batch]:
     """Prepared packed rows, reshuffled every epoch by (seed, epoch)."""
     sources, targets, rows = prepared.load_train(w.config)
-    return ip.train_batches(ip.Pairs(sources, targets, []), rows, w.config, start_step,
-                            process_index, process_count)
+    return input_pipeline.train_batches(ip.Pairs(sources, targets, []), rows, w.config,
+                                        start_step, process_index, process_count)
 
 
 _eval_batches = PreparedTranslation.eval_batches_padded
 
-# Both read the data `tpubench prepare transformer` wrote (prepared.py); they differ in the raw
-# corpora that step reads.
+# Both read the data `tpubench prepare transformer` wrote (prepared_text.py); they differ in the
+# raw corpora that step reads.
 DATA_SOURCES = {
     "tfds": DataSource(
         "WMT17 en-de from tensorflow-datasets, prepared once with `tpubench prepare "
@@ -238,7 +240,7 @@ class TransformerWorkload(PreparedTranslation, Workload):
 
         decoded, _ = decode_lib.beam_search(
             tokens_to_logits, cache, inputs.shape[0] // c.eval.beam_size, c.eval.beam_size,
-            self.decode_len, model_lib.EOS_ID, c.eval.beam_alpha,
+            self.decode_len, EOS_ID, c.eval.beam_alpha,
         )
         return decoded
 
@@ -249,7 +251,8 @@ class TransformerWorkload(PreparedTranslation, Workload):
 
     # ---- data -----------------------------------------------------------------------------------
     def prepare(self) -> None:
-        """Offline: read the corpora, build the vocabulary, tokenize and pack (`prepared.py`)."""
+        """Offline: read the corpora, build the vocabulary, tokenize and pack
+        (`tpubench/datasets/prepared_text.py`)."""
         c = self.config
         if c.data.source == "synthetic":
             return

@@ -56,7 +56,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.lowercase = False
     c.data.cache_dir = ""
     # The reference's vocabulary (download_dataset.sh, seq2seq/data/tokenizer.py; cited in
-    # workloads/transformer/moses_bpe.py): Moses tokenization, clean-corpus-n.perl 1 80, the
+    # tpubench/text/moses_bpe.py): Moses tokenization, clean-corpus-n.perl 1 80, the
     # latin-1 filter, 32,000 joint subword-nmt BPE merges, specials, padded to a multiple of 8.
     c.data.tokenizer = "bpe"
     c.data.num_merges = 32000  # download_dataset.sh: merge_ops=32000

@@ -11,7 +11,7 @@ train on the WMT17 corpora of `data_download.py` (news-commentary-v12, commoncra
 English -> German; tfds `wmt_translate` with one `WmtConfig` per corpus, no rapid_2016), eval on
 tfds `wmt14_translate/de-en` split "test" = newstest2014 (3,003 sentences), inputs never
 truncated. Vocabulary: the reference's subword algorithm (`utils/tokenizer.py`,
-`workloads/transformer/subtokenizer.py`), either loaded from the reference's published
+`tpubench/text/subtokenizer.py`), either loaded from the reference's published
 `vocab.ende.32768` (`--config.data.vocab_file`; 33,708 subtokens, ids as in the reference), or built
 as `data_download.py` builds it (~1 MB sample of each of the six corpus files, min_count 6). The
 prepare step downloads the corpora through tfds, builds or copies the vocabulary, tokenizes and

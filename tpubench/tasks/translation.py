@@ -1,10 +1,10 @@
 """The host side shared by the translation workloads (Transformer, GNMT) on prepared data.
 
-Both read what `prepared.py` wrote (manifest, shared vocabulary, tokenized eval sources and raw
-references), check it before any compute, score decoded ids with sacreBLEU in example order and
-make random eval batches of source sentences. A workload mixes this in before `Workload` and
-may override `prepare_config()` (GNMT: its length limit counts a start token the prepared ids
-do not have).
+Both read what `tpubench/datasets/prepared_text.py` wrote (manifest, shared vocabulary, tokenized
+eval sources and raw references), check it before any compute, score decoded ids with sacreBLEU in
+example order and make random eval batches of source sentences. A workload mixes this in before
+`Workload` and may override `prepare_config()` (GNMT: its length limit counts a start token the
+prepared ids do not have).
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ import ml_collections
 import numpy as np
 import sacrebleu
 
+from tpubench.datasets import prepared_text as prepared
+from tpubench.datasets import translation as ip
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalResults
+from tpubench.text import moses_bpe
+from tpubench.text.ids import EOS_ID
 from tpubench.workload import Batch
-from workloads.transformer import input_pipeline, moses_bpe, prepared
-from workloads.transformer.model import EOS_ID
 
 
 def corpus_bleu(hypotheses: list[str], references: list[str], tokenize: str = "intl") -> float:
@@ -69,15 +71,15 @@ class PreparedTranslation:
     def eval_batches_padded(self, process_index: int, process_count: int) -> Iterator[Batch]:
         """The whole prepared eval split in fixed-shape batches padded with mask 0 (the eval
         reader of both data sources of every translation workload)."""
-        return input_pipeline.eval_batches(self.eval_data()[0], self.config.eval.batch_size,
-                                           self.eval_input_len, process_index, process_count)
+        return ip.eval_batches(self.eval_data()[0], self.config.eval.batch_size,
+                               self.eval_input_len, process_index, process_count)
 
     def check_multi30k_files(self) -> None:
         """The Multi30k source's check: the train and eval files of the configured language
         pair are in `config.data.dir` (a UsageError naming the download command otherwise)."""
         c = self.config
-        input_pipeline.check_multi30k(c.data.dir, (c.data.source_lang, c.data.target_lang),
-                                      ("train", c.data.eval_split))
+        ip.check_multi30k(c.data.dir, (c.data.source_lang, c.data.target_lang),
+                          ("train", c.data.eval_split))
 
     def check_prepared(self) -> None:
         """The prepared data exists, its vocabulary fits the model and its eval inputs fit

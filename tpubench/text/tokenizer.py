@@ -1,5 +1,5 @@
 """The mini's shared source/target vocabulary: a SentencePiece BPE model trained from the
-training text by the prepare step (`workloads/transformer/prepared.py`). The full config uses
+training text by the prepare step (`tpubench/datasets/prepared_text.py`). The full config uses
 the reference's subword vocabulary instead (`subtokenizer.py`).
 
 Ids: 0 = PAD (also the decoder start token), 1 = EOS, 2 = UNK; no BOS.
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 import sentencepiece as spm
 
-from workloads.transformer.model import EOS_ID, PAD_ID
+from tpubench.text.ids import EOS_ID, PAD_ID
 
 UNK_ID = 2
 MODEL_TYPE = "bpe"  # trains in seconds where unigram takes ~10x longer; part of the cache key

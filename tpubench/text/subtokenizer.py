@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from workloads.transformer.model import EOS_ID, PAD_ID
+from tpubench.text.ids import EOS_ID, PAD_ID
 
 PAD = "<pad>_"
 EOS = "<EOS>_"

@@ -1,4 +1,4 @@
-"""The offline preparation of the translation data (`tpubench prepare transformer --config=...`).
+"""The offline preparation of the translation data (`tpubench prepare transformer|gnmt ...`).
 
 What the reference does before training (mlcommons/training v0.7
 `translation/tensorflow/transformer/data_download.py`: download, build the vocabulary, encode
@@ -30,10 +30,11 @@ import ml_collections
 import numpy as np
 
 from tpubench import paths
+from tpubench.datasets import translation as ip
 from tpubench.errors import UsageError
-from workloads.transformer import moses_bpe
-from workloads.transformer import subtokenizer as sub
-from workloads.transformer import tokenizer as spm_tok
+from tpubench.text import moses_bpe
+from tpubench.text import subtokenizer as sub
+from tpubench.text import tokenizer as spm_tok
 
 MANIFEST = "manifest.json"
 PACK_SEED = 0
@@ -203,8 +204,6 @@ def prepare(config: ml_collections.ConfigDict, read_train: Callable[[], list[Tex
     `read_train()` returns the training pairs per corpus (the reference's files), `read_eval()`
     the eval pairs.
     """
-    from workloads.transformer import input_pipeline as ip
-
     c = config
     final = directory(c)
     if (final / MANIFEST).is_file():

@@ -1,0 +1,1 @@
+"""Text shared by workloads: vocabularies and tokenizers, their ids, BLEU on prepared data."""
