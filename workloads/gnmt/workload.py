@@ -37,6 +37,7 @@ import optax
 
 from tpubench.errors import UsageError
 from tpubench.loops.evaluation import EvalOutput
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.gnmt import decode as decode_lib
@@ -182,7 +183,7 @@ class GNMTWorkload(PreparedTranslation, Workload):
         c = self.config.model
         return model_lib.GNMT(model_lib.GNMTConfig(
             vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_layers=c.num_layers,
-            dropout_rate=c.dropout_rate, dtype=jnp.dtype(c.dtype), deterministic=not train,
+            dropout_rate=c.dropout_rate, dtype=compute_dtype(c.dtype), deterministic=not train,
             init_weight=float(c.init_weight),
             attention_scale=float(c.attention_scale)))
 

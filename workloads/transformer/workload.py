@@ -29,6 +29,7 @@ import optax
 
 from tpubench.errors import UsageError
 from tpubench.loops.evaluation import EvalOutput
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.transformer import decode as decode_lib
@@ -118,7 +119,7 @@ class TransformerWorkload(PreparedTranslation, Workload):
             max_len=max(c.data.max_len, self.eval_input_len, self.decode_len),
             dropout_rate=c.model.dropout_rate,
             attention_dropout_rate=c.model.attention_dropout_rate,
-            dtype=jnp.dtype(c.model.dtype),
+            dtype=compute_dtype(c.model.dtype),
         )
 
     @property

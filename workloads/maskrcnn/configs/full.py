@@ -22,7 +22,7 @@ every
   epoch (../shared/docs/WORKLOADS.md); 117,266 train images (COCO train2017 with annotations:
   the reference's COCODataset drops images without any) and the 5,000 val2017 images.
 - Backbone: ImageNet R-50 from a user-provided file (`model.backbone_checkpoint`, a torchvision
-  state dict as .npz: workloads/ssd/convert.py). The reference loads the MSRA Caffe2 R-50
+  state dict as .npz: tpubench/convert/torchvision.py). The reference loads the MSRA Caffe2 R-50
   (stride in the 1x1 conv, `STRIDE_IN_1X1 = True`); converting its Caffe2 names is not written.
 
 Data (workloads/maskrcnn/coco.py): images, boxes and labels from tensorflow-datasets' coco/2017,
