@@ -85,7 +85,7 @@ def made_torchvision_state_dict(w, num_batches_tracked: bool = False) -> dict:
     import numpy as np
     from flax import linen as nn
 
-    from workloads.ssd.convert import _torch_prefix
+    from tpubench.convert.torchvision import _torch_prefix
 
     params = nn.unbox(jax.eval_shape(w.init, jax.random.key(0))[0])["backbone"]
     rng = np.random.default_rng(0)

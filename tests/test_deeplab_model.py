@@ -213,7 +213,7 @@ def test_dilated_depthwise_shifts_equal_the_dilated_grouped_conv():
     conv's function with `kernel_dilation` 2, SAME padding, on an odd and an even size.
     Bites: shifts that ignore the rate (offsets i instead of 2i), or pad for the undilated
     kernel (output shifted by one pixel)."""
-    from workloads.ssd.mobilenet import ConvBN
+    from tpubench.nn.mobilenet import ConvBN
 
     for size in (7, 8):
         x = jax.random.normal(jax.random.key(size), (2, size, size, 5))

@@ -12,6 +12,7 @@ import pytest
 
 from tpubench import config as config_lib
 from tpubench import registry
+from tpubench.datasets import coco as tfds_coco
 from tpubench.detection import masks
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalResults
@@ -58,7 +59,7 @@ def mock_coco(tmp_path_factory):
     with tfds.testing.mock_data(num_examples=6), mock.patch.object(
             tfds.core.DatasetBuilder, "is_prepared", return_value=True):
         for split, name in coco.ANNOTATION_FILES.items():
-            raw = list(tfds.as_numpy(coco.builder(cfg).as_dataset(split=split)))
+            raw = list(tfds.as_numpy(tfds_coco.builder(cfg).as_dataset(split=split)))
             (d / name).write_text(json.dumps(_instances(raw)))
         w.check_data()
         train = next(w.train_batches(0, 0, 1))

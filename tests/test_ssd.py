@@ -158,6 +158,7 @@ def test_tfds_coco_pipeline_on_mock_data_gives_the_workloads_batches():
 
     import tensorflow_datasets as tfds
 
+    from tpubench.datasets import coco as tfds_coco
     from workloads.ssd import coco
 
     cfg = config_lib.load("ssd", "smoke", {"data.source": "tfds", "data.dataset": "coco/2017",
@@ -168,7 +169,7 @@ def test_tfds_coco_pipeline_on_mock_data_gives_the_workloads_batches():
             tfds.core.DatasetBuilder, "is_prepared", return_value=True):
         train_batch = next(w.train_batches(0, 0, 1))
         eval_batch = next(coco.eval_batches(cfg, 0, 1))
-        raw = next(ex for ex in tfds.as_numpy(coco.builder(cfg).as_dataset(split="validation"))
+        raw = next(ex for ex in tfds.as_numpy(tfds_coco.builder(cfg).as_dataset(split="validation"))
                    if len(ex["objects"]["label"]))
     for batch, is_train in ((train_batch, True), (eval_batch, False)):
         spec = w.batch_spec(4, train=is_train)
@@ -237,7 +238,7 @@ def test_backbone_converter_loads_a_made_torchvision_file(tmp_path):
     """Every value lands transposed OIHW -> HWIO in the right module; a file with a missing or
     misshapen tensor is a UsageError. Bites: kernels transposed (3, 2, 1, 0) (h and w swapped
     for the 7x7 conv1 kernel: values differ); downsample.0/1 mapped the other way round."""
-    from workloads.ssd import convert
+    from tpubench.convert import torchvision as convert
 
     w = _workload("smoke")
     sd = runs.made_torchvision_state_dict(w, num_batches_tracked=True)

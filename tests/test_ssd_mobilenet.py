@@ -14,6 +14,7 @@ from tpubench import config as config_lib
 from tpubench import registry
 from tpubench.loops import steps
 from tpubench.loops import supervised as train
+from tpubench.nn.mobilenet import DepthwiseShifts
 from workloads.ssd import mobilenet
 from workloads.ssd import model as ssd_model
 
@@ -86,7 +87,7 @@ def test_depthwise_shifts_equal_the_grouped_conv(size, stride):
     x = jax.random.normal(jax.random.key(1), (2, size, size, 5))
     conv = nn.Conv(5, (3, 3), (stride, stride), padding="SAME", feature_group_count=5,
                    use_bias=False)
-    shifts = mobilenet.DepthwiseShifts(3, stride)
+    shifts = DepthwiseShifts(3, stride)
     v = conv.init(jax.random.key(0), x)
     assert jax.tree.map(jnp.shape, nn.unbox(shifts.init(jax.random.key(0), x))) == \
         jax.tree.map(jnp.shape, v)

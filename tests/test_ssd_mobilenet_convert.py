@@ -14,8 +14,8 @@ from flax import linen as nn
 from tpubench import config as config_lib
 from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.nn.mobilenet import V1_PLAN
 from workloads.ssd import convert_mobilenet
-from workloads.ssd.mobilenet import V1_PLAN
 
 # The v1 mini, shrunk: 1x1 heads as the reference's, 6 boxes on every map (the TF file's
 # layout past its first map), 5 labels.

@@ -31,6 +31,7 @@ from flax import linen as nn
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.loops import feed as data
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.bert import input_pipeline, packing, shakespeare, tf_checkpoint
@@ -183,7 +184,7 @@ class BertWorkload(Workload):
         m = self.config.model
         cls = MobileBertConfig if self.arch == "mobilebert" else BertConfig
         fields = {f.name for f in dataclasses.fields(cls)} - {"dtype"}
-        return cls(**{k: v for k, v in m.items() if k in fields}, dtype=jnp.dtype(m.dtype))
+        return cls(**{k: v for k, v in m.items() if k in fields}, dtype=compute_dtype(m.dtype))
 
     def model(self) -> nn.Module:
         return self.archs[self.arch](self.bert_config)

@@ -3,7 +3,7 @@
 Which file: mlcommons/mobile_open `vision/deeplab/models_and_code/checkpoints/float/` (the
 `model.ckpt-200000` checkpoint and its frozen `freeze.pb`, mIoU 0.5528; `miou.txt` there). A
 frozen graph keeps the variables' names on its `Const` nodes, so it is read without TensorFlow
-(`workloads/ssd/convert_mobilenet.read_frozen_graph`); an .npz of the same names -> arrays
+(`tpubench.convert.frozen_graph.read_frozen_graph`); an .npz of the same names -> arrays
 (e.g. written from the checkpoint by `tf.train.load_checkpoint`) reads the same way.
 
 Names (the reference's scopes, `model.py` and slim `mobilenet.py`):
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from tpubench.convert import slim
+from tpubench.convert.frozen_graph import read_frozen_graph
 from tpubench.errors import UsageError
-from workloads.ssd import convert_slim as slim
-from workloads.ssd.convert_mobilenet import read_frozen_graph
 
 BACKBONE_SCOPE = "MobilenetV2"
 LOGITS_SCOPE = "logits/semantic"

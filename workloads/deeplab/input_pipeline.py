@@ -18,7 +18,6 @@ import numpy as np
 
 from tpubench.datasets import canvas
 from tpubench.loops import feed as data
-from workloads.ssd.input_pipeline import EVAL_SEED
 
 
 def spec_of(config: ml_collections.ConfigDict) -> canvas.CanvasSpec:
@@ -65,7 +64,7 @@ def canvas_train(config: ml_collections.ConfigDict, start_step: int, process_ind
 @functools.lru_cache(maxsize=2)
 def canvas_eval_set(spec: canvas.CanvasSpec, samples: int) -> dict[str, np.ndarray]:
     """The fixed eval canvases (rng([EVAL_SEED, r]) on the held-out glyphs)."""
-    b = rows([[EVAL_SEED, r] for r in range(samples)], "test", spec)
+    b = rows([[canvas.EVAL_SEED, r] for r in range(samples)], "test", spec)
     for v in b.values():
         v.setflags(write=False)
     return b

@@ -44,8 +44,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from workloads.ssd.mobilenet import V2_PLAN, ConvBN, InvertedResidual, make_divisible
-from workloads.ssd.model import CONV_AXES
+from tpubench.nn.initializers import conv_kernel_init
+from tpubench.nn.mobilenet import V2_PLAN, ConvBN, InvertedResidual, make_divisible
 
 BACKBONE_BN_MOMENTUM = 0.997  # slim mobilenet_v2.training_scope bn_decay
 HEAD_BN_MOMENTUM = 0.9997  # deeplab get_batch_norm_params decay
@@ -154,8 +154,7 @@ class DeepLabV3Plus(nn.Module):
             y = cb(y.shape[-1], 3, depthwise=True, name=f"decoder_conv{i}_depthwise")(y, train)
             y = cb(self.decoder_filters, 1, name=f"decoder_conv{i}_pointwise")(y, train)
         y = nn.Conv(self.num_classes, (1, 1), dtype=self.dtype, name="logits",
-                    kernel_init=nn.with_logical_partitioning(
-                        nn.initializers.normal(0.01), CONV_AXES))(y)
+                    kernel_init=conv_kernel_init(nn.initializers.normal(0.01)))(y)
         return jnp.asarray(y, jnp.float32)
 
 

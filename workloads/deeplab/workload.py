@@ -15,6 +15,8 @@ import optax
 
 from tpubench.datasets import canvas
 from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.nn.axes import conv_rules
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.deeplab import ade20k, input_pipeline, miou, model
@@ -44,7 +46,7 @@ class DeepLabWorkload(Workload):
             output_stride=int(m.output_stride), stem_stride=int(m.stem_stride),
             aspp_filters=int(m.aspp_filters), decoder_filters=int(m.decoder_filters),
             projection_filters=int(m.projection_filters), dropout_rate=float(m.dropout_rate),
-            dtype=jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32,
+            dtype=compute_dtype(m.dtype, else_float32=True),
             bn_span=int(m.bn_span), backbone_bn_momentum=float(m.backbone_bn_momentum),
             head_bn_momentum=float(m.head_bn_momentum), depthwise_impl=str(m.depthwise_impl))
 
@@ -61,7 +63,7 @@ class DeepLabWorkload(Workload):
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
         """Conv kernels [h, w, in, out] split output channels over "tensor"."""
-        return (("conv_h", None), ("conv_w", None), ("conv_in", None), ("conv_out", "tensor"))
+        return conv_rules()
 
     @property
     def ignore_label(self) -> int:

@@ -19,6 +19,7 @@ from sklearn.metrics import roc_auc_score
 
 from tpubench import mesh
 from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.dlrm import flights, input_pipeline, sparse
@@ -60,7 +61,7 @@ class DLRMWorkload(Workload):
             top_mlp=tuple(c.model.top_mlp),
             shard_min_rows=c.run.embedding_shard_min_rows,
             rows_multiple=c.run.embedding_rows_multiple,
-            dtype=jnp.dtype(c.model.dtype),
+            dtype=compute_dtype(c.model.dtype),
         )
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:

@@ -40,6 +40,7 @@ from tpubench.datasets import prepared_text as prepared
 from tpubench.datasets import translation as ip
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.tasks.translation import PreparedTranslation
 from tpubench.text import moses_bpe
@@ -184,7 +185,7 @@ class GNMTWorkload(PreparedTranslation, Workload):
         c = self.config.model
         return model_lib.GNMT(model_lib.GNMTConfig(
             vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_layers=c.num_layers,
-            dropout_rate=c.dropout_rate, dtype=jnp.dtype(c.dtype), deterministic=not train,
+            dropout_rate=c.dropout_rate, dtype=compute_dtype(c.dtype), deterministic=not train,
             init_weight=float(c.init_weight),
             attention_scale=float(c.attention_scale)))
 

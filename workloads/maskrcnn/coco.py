@@ -31,15 +31,12 @@ from collections.abc import Iterator
 import ml_collections
 import numpy as np
 
+from tpubench.datasets import coco as tfds_coco
 from tpubench.detection import masks
 from tpubench.errors import UsageError
-from workloads.ssd import coco as ssd_coco
 
 PIXEL_MEAN_BGR = np.array([102.9801, 115.9465, 122.7717], np.float32)
 ANNOTATION_FILES = {"train": "instances_train2017.json", "validation": "instances_val2017.json"}
-
-
-builder = ssd_coco.builder  # the same tfds coco/2017 (and its UsageError) as SSD's
 
 
 def annotation_path(config: ml_collections.ConfigDict, split: str) -> str:
@@ -54,7 +51,7 @@ def annotation_path(config: ml_collections.ConfigDict, split: str) -> str:
 
 def check(config: ml_collections.ConfigDict) -> None:
     """Paths only: the tfds dataset is prepared and both annotation files exist."""
-    builder(config)
+    tfds_coco.builder(config)
     for split in ANNOTATION_FILES:
         annotation_path(config, split)
 
@@ -161,8 +158,9 @@ def train_batches(config: ml_collections.ConfigDict, start_step: int, process_in
     local = int(config.data.global_batch_size) // process_count
     # Images without annotations are dropped (as SSD's stream); a resumed run skips the rows
     # of the steps before `start_step` in tf.data, never converting them.
-    ds = builder(config).as_dataset(split=split, shuffle_files=True, read_config=tfds.ReadConfig(
-        shuffle_seed=config.run.seed)).filter(ssd_coco._has_boxes).repeat()
+    ds = tfds_coco.builder(config).as_dataset(
+        split=split, shuffle_files=True, read_config=tfds.ReadConfig(
+            shuffle_seed=config.run.seed)).filter(tfds_coco.has_boxes).repeat()
     examples = iter(tfds.as_numpy(ds.skip(start_step * local)))
     for step in itertools.count(start_step):
         rows = []
@@ -183,7 +181,7 @@ def eval_batches(config: ml_collections.ConfigDict, process_index: int, process_
                                        process_count=process_count)
     local = int(config.eval.batch_size) // process_count
     rows = []
-    for ex in tfds.as_numpy(builder(config).as_dataset(split=split)):
+    for ex in tfds.as_numpy(tfds_coco.builder(config).as_dataset(split=split)):
         rows.append(example_arrays(ex, coco, config, train=False))
         if len(rows) == local:
             yield _stack(rows)

@@ -8,7 +8,7 @@ instance's mask cut to its own box at S x S, `masks.crop_to_box`)}; eval adds "s
 "gt_masks" [B, M, H, W] uint8 (the full masks pycocotools scores segm against), and "mask".
 
 Train canvases are fresh for every (seed, step, row) from the train glyphs; the eval set is
-fixed, from the held-out glyphs (the SSD mini's split and seeds: workloads/ssd/input_pipeline.py).
+fixed, from the held-out glyphs (the SSD mini's split and seeds: `canvas.EVAL_SEED`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import numpy as np
 from tpubench.datasets import canvas
 from tpubench.detection import masks
 from tpubench.loops import feed as data
-from workloads.ssd.input_pipeline import EVAL_SEED
 
 
 def _rows(seeds, pool, spec: canvas.CanvasSpec, crop: int) -> dict[str, np.ndarray]:
@@ -57,7 +56,7 @@ def canvas_train(config: ml_collections.ConfigDict, start_step: int, process_ind
 @functools.lru_cache(maxsize=2)
 def canvas_eval_set(spec: canvas.CanvasSpec, samples: int, crop: int) -> dict[str, np.ndarray]:
     """The fixed eval canvases with the pycocotools fields."""
-    b = _rows([[EVAL_SEED, r] for r in range(samples)], canvas.glyphs()["test"], spec, crop)
+    b = _rows([[canvas.EVAL_SEED, r] for r in range(samples)], canvas.glyphs()["test"], spec, crop)
     full = b.pop("_full")
     b["gt_masks"] = full.astype(np.uint8)
     b["size"] = np.full((samples, 2), float(spec.size), np.float32)

@@ -33,15 +33,15 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-CONV_AXES = ("conv_h", "conv_w", "conv_in", "conv_out")
+from tpubench.nn.initializers import KAIMING, conv_kernel_init
+
 DENSE_AXES = ("fc_in", "fc_out")
 
 
-def _init(base, axes=CONV_AXES):
-    return nn.with_logical_partitioning(base, axes)
+def _dense_init(base):
+    return nn.with_logical_partitioning(base, DENSE_AXES)
 
 
-KAIMING_OUT = _init(nn.initializers.variance_scaling(2.0, "fan_out", "normal"))
 KAIMING_UNIFORM_A1 = nn.initializers.variance_scaling(1.0, "fan_in", "uniform")  # a=1
 
 
@@ -94,7 +94,7 @@ class Bottleneck(nn.Module):
 
 class ResNetBody(nn.Module):
     """resnet.py ResNet: stem (7x7/2 conv, FrozenBN, ReLU, 3x3/2 max pool) and four stages;
-    returns C2..C5. Module names are torchvision's (workloads/ssd/convert.py reads them)."""
+    returns C2..C5. Module names are torchvision's (tpubench/convert/torchvision.py reads them)."""
 
     stage_sizes: Sequence[int] = (3, 4, 6, 3)
     widths: Sequence[int] = (64, 128, 256, 512)
@@ -106,7 +106,7 @@ class ResNetBody(nn.Module):
 
     @nn.compact
     def __call__(self, x):
-        conv = partial(nn.Conv, use_bias=False, dtype=self.dtype, kernel_init=KAIMING_OUT)
+        conv = partial(nn.Conv, use_bias=False, dtype=self.dtype, kernel_init=KAIMING)
         norm = partial(FrozenBatchNorm, frozen=self.frozen_bn, dtype=self.dtype)
         x = conv(self.stem_width, (7, 7), (2, 2), padding=((3, 3), (3, 3)), name="conv1")(x)
         x = nn.relu(norm(name="bn1")(x))
@@ -132,7 +132,7 @@ class FPN(nn.Module):
 
     @nn.compact
     def __call__(self, feats):
-        init = _init(KAIMING_UNIFORM_A1)  # fpn.py conv_with_kaiming_uniform: a=1, bias 0
+        init = conv_kernel_init(KAIMING_UNIFORM_A1)  # fpn.py conv_with_kaiming_uniform: a=1, bias 0
         conv = partial(nn.Conv, self.channels, dtype=self.dtype, kernel_init=init)
         last = conv((1, 1), name=f"inner{len(feats)}")(feats[-1])
         results = [conv((3, 3), padding=((1, 1), (1, 1)), name=f"layer{len(feats)}")(last)]
@@ -154,7 +154,7 @@ class RPNHead(nn.Module):
 
     @nn.compact
     def __call__(self, features):
-        init = _init(nn.initializers.normal(0.01))
+        init = conv_kernel_init(nn.initializers.normal(0.01))
         c = features[0].shape[-1]
         conv = nn.Conv(c, (3, 3), padding=((1, 1), (1, 1)), dtype=self.dtype, kernel_init=init,
                        name="conv")
@@ -186,13 +186,13 @@ class BoxHead(nn.Module):
         # (the converter would transpose it; from scratch it changes nothing).
         x = pooled.reshape(pooled.shape[0], -1).astype(self.dtype)
         dense = partial(nn.Dense, dtype=self.dtype,
-                        kernel_init=_init(KAIMING_UNIFORM_A1, DENSE_AXES))
+                        kernel_init=_dense_init(KAIMING_UNIFORM_A1))
         x = nn.relu(dense(self.mlp_dim, name="fc6")(x))
         x = nn.relu(dense(self.mlp_dim, name="fc7")(x))
         logits = nn.Dense(self.num_classes, dtype=self.dtype, name="cls_score",
-                          kernel_init=_init(nn.initializers.normal(0.01), DENSE_AXES))(x)
+                          kernel_init=_dense_init(nn.initializers.normal(0.01)))(x)
         deltas = nn.Dense(4 * self.num_classes, dtype=self.dtype, name="bbox_pred",
-                          kernel_init=_init(nn.initializers.normal(0.001), DENSE_AXES))(x)
+                          kernel_init=_dense_init(nn.initializers.normal(0.001)))(x)
         return (logits.astype(jnp.float32),
                 deltas.reshape(-1, self.num_classes, 4).astype(jnp.float32))
 
@@ -210,10 +210,10 @@ class MaskHead(nn.Module):
         x = pooled.astype(self.dtype)
         for i, c in enumerate(self.convs):
             x = nn.relu(nn.Conv(c, (3, 3), padding=((1, 1), (1, 1)), dtype=self.dtype,
-                                kernel_init=KAIMING_OUT, name=f"mask_fcn{i + 1}")(x))
+                                kernel_init=KAIMING, name=f"mask_fcn{i + 1}")(x))
         x = nn.relu(nn.ConvTranspose(self.convs[-1], (2, 2), (2, 2), dtype=self.dtype,
-                                     kernel_init=KAIMING_OUT, name="conv5_mask")(x))
-        x = nn.Conv(self.num_classes, (1, 1), dtype=self.dtype, kernel_init=KAIMING_OUT,
+                                     kernel_init=KAIMING, name="conv5_mask")(x))
+        x = nn.Conv(self.num_classes, (1, 1), dtype=self.dtype, kernel_init=KAIMING,
                     name="mask_fcn_logits")(x)
         return x.astype(jnp.float32)
 

@@ -20,15 +20,17 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from tpubench.convert import torchvision
 from tpubench.datasets import canvas
 from tpubench.detection import coco_eval, fpn_anchors, masks
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.nn.axes import conv_rules
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.maskrcnn import coco, input_pipeline, model, optim, rcnn
 from workloads.maskrcnn.tunables import CLOSED_TUNABLES
-from workloads.ssd import convert
 
 DATA_SOURCES = {
     "tfds": DataSource.of_config(
@@ -95,15 +97,15 @@ class MaskRCNNWorkload(Workload):
             frozen_bn=bool(m.frozen_bn), fpn_channels=int(m.fpn_channels),
             anchors_per_cell=len(m.aspect_ratios), mlp_dim=int(m.mlp_dim),
             mask_convs=tuple(m.mask_convs),
-            dtype=jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32)
+            dtype=compute_dtype(m.dtype, else_float32=True))
 
     def init(self, rng):
         """The model's init; with `model.backbone_checkpoint`, ResNet-50's convs and frozen
-        batch norms from that file (torchvision names, workloads/ssd/convert.py)."""
+        batch norms from that file (torchvision names, tpubench/convert/torchvision.py)."""
         params, state = super().init(rng)
         path = self.config.model.get("backbone_checkpoint", "")
         if path:
-            params, state = convert.load_backbone_file(path, params, state, "resnet50")
+            params, state = torchvision.load_backbone_file(path, params, state, "resnet50")
         return params, state
 
     def check_data(self) -> None:
@@ -120,12 +122,11 @@ class MaskRCNNWorkload(Workload):
         super().check_data()
         path = self.config.model.get("backbone_checkpoint", "")
         if path and not os.path.exists(path):
-            convert.read_state_dict(path, "resnet50")  # the UsageError naming the fix
+            torchvision.read_state_dict(path, "resnet50")  # the UsageError naming the fix
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
         """Conv kernels [h, w, in, out] and dense [in, out]: output over "tensor"."""
-        return (("conv_h", None), ("conv_w", None), ("conv_in", None), ("conv_out", "tensor"),
-                ("fc_in", None), ("fc_out", "tensor"))
+        return conv_rules() + (("fc_in", None), ("fc_out", "tensor"))
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         c = self.config

@@ -22,11 +22,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 from flax import linen as nn
 
+from tpubench.nn.initializers import conv_kernel_init
+
 
 def _conv(features: int, kernel: int, name: str) -> nn.Conv:
-    init = nn.with_logical_partitioning(
-        nn.initializers.variance_scaling(1.0, "fan_avg", "uniform"),
-        ("conv_h", "conv_w", "conv_in", "conv_out"))
+    init = conv_kernel_init(nn.initializers.variance_scaling(1.0, "fan_avg", "uniform"))
     return nn.Conv(features, (kernel, kernel), padding="SAME", use_bias=False,
                    kernel_init=init, name=name)
 

@@ -32,6 +32,8 @@ from flax import linen as nn
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.loops.selfplay import GenerationWorkload
+from tpubench.nn.axes import conv_rules
+from tpubench.nn.dtypes import compute_dtype
 from workloads.minigo import gtp, match, play, symmetry
 from workloads.minigo.model import DualNet
 
@@ -54,12 +56,11 @@ class MiniGoWorkload(GenerationWorkload):
         m = self.config.model
         return DualNet(board_size=int(self.config.data.board_size), conv_width=m.conv_width,
                        fc_width=m.fc_width, trunk_layers=m.trunk_layers,
-                       dtype=jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32)
+                       dtype=compute_dtype(m.dtype, else_float32=True))
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
         """A 0.7M-parameter net: everything replicated (data parallel only)."""
-        return (("conv_h", None), ("conv_w", None), ("conv_in", None), ("conv_out", None),
-                ("go_in", None), ("go_out", None))
+        return conv_rules(out=None) + (("go_in", None), ("go_out", None))
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         n = int(self.config.data.board_size)

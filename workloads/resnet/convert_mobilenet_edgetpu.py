@@ -5,7 +5,7 @@ checkpoint (storage.googleapis.com/mobilenet_edgetpu/checkpoints/mobilenet_edget
 linked from the tensorflow/models mobilenet README), frozen with its moving averages as
 mlcommons/mobile_open `vision/mobilenet/models_and_code/checkpoints/float/edge_frozen_graph.pb`
 (FP32 top-1 76.19%). Freezing keeps the variables' names on the `Const` nodes, so both read the
-same way: a frozen graph (.pb, parsed without TensorFlow by `workloads/ssd/convert_mobilenet.
+same way: a frozen graph (.pb, parsed without TensorFlow by `tpubench.convert.frozen_graph.
 read_frozen_graph`) or an .npz of the same names -> arrays.
 
 Names (TF-slim `mobilenet.py` scopes under `MobilenetEdgeTPU/`): the stem `Conv`, block i
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from tpubench.convert import slim
+from tpubench.convert.frozen_graph import read_frozen_graph
 from tpubench.errors import UsageError
-from workloads.ssd import convert_slim as slim
-from workloads.ssd.convert_mobilenet import read_frozen_graph
 
 SCOPE = "MobilenetEdgeTPU"
 

@@ -17,7 +17,7 @@ activations are ReLU (no ReLU6, no hard-swish, no squeeze-excite); expansion wid
 `residual` is set). The tensorflow/models README lists this checkpoint as 990 M MACs and
 4.0 M parameters (`MobilenetEdgeTPU dm=1`); tests/test_mobilenet_edgetpu.py counts ours.
 
-The blocks are the SSD MobileNet's (`workloads/ssd/mobilenet.py` `ConvBN`, `InvertedResidual`,
+The blocks are the shared MobileNet ones (`tpubench.nn.mobilenet` `ConvBN`, `InvertedResidual`,
 with `fused`, `kernel`, `residual` and `relu_cap=0`). Small variants (the minis) scale the
 channels with `width` (slim's `depth_multiplier`: `_make_divisible(c * width, 8)`), may cut the
 plan (`blocks`) and take a stride-1 stem for small images.
@@ -30,7 +30,7 @@ from typing import Any
 import jax.numpy as jnp
 from flax import linen as nn
 
-from workloads.ssd.mobilenet import ConvBN, InvertedResidual, make_divisible
+from tpubench.nn.mobilenet import ConvBN, InvertedResidual, make_divisible
 
 # (fused, expansion t, channels c, stride s, kernel k, residual) per block, as V3_EDGETPU.
 EDGETPU_PLAN = (

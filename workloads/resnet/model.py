@@ -21,9 +21,9 @@ import numpy as np
 from flax import linen as nn
 
 from tpubench.nn import convolution, layers
+from tpubench.nn.initializers import KAIMING
 
 ModuleDef = Any
-CONV_AXES = ("conv_h", "conv_w", "conv_in", "conv_out")
 # The MLPerf reference's ImageNet channel statistics, in 0-255 pixel units.
 MEAN_RGB = np.array([0.485, 0.456, 0.406], np.float32) * 255
 STDDEV_RGB = np.array([0.229, 0.224, 0.225], np.float32) * 255
@@ -72,10 +72,7 @@ class ResNet(nn.Module):
 
     @nn.compact
     def __call__(self, x, train: bool = True):
-        kernel_init = nn.with_logical_partitioning(
-            nn.initializers.variance_scaling(2.0, "fan_out", "normal"), CONV_AXES
-        )
-        conv = partial(nn.Conv, use_bias=False, dtype=self.dtype, kernel_init=kernel_init,
+        conv = partial(nn.Conv, use_bias=False, dtype=self.dtype, kernel_init=KAIMING,
                        conv_general_dilated=convolution.conv_fn(self.conv_impl))
         norm = partial(
             layers.BatchNorm,

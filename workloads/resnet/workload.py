@@ -16,6 +16,8 @@ import optax
 
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.nn import layers
+from tpubench.nn.axes import conv_rules
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.resnet import input_pipeline, mobilenet_edgetpu, model, optim
@@ -46,7 +48,7 @@ class ResNetWorkload(Workload):
 
     def model(self) -> model.ResNet | mobilenet_edgetpu.MobileNetEdgeTPU:
         m = self.config.model
-        dtype = jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32
+        dtype = compute_dtype(m.dtype, else_float32=True)
         if m.get("arch", "resnet") == "mobilenet_edgetpu":
             return mobilenet_edgetpu.MobileNetEdgeTPU(
                 num_classes=m.num_classes, width=m.width, blocks=m.blocks,
@@ -84,8 +86,7 @@ class ResNetWorkload(Workload):
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
         """Conv kernels [h, w, in, out] split their output channels over "tensor" (the rest is
         left to the FSDP rule); the classifier's class dim is replicated."""
-        return (("conv_h", None), ("conv_w", None), ("conv_in", None), ("conv_out", "tensor"),
-                ("classes", None))
+        return conv_rules() + (("classes", None),)
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         c = self.config
@@ -149,14 +150,10 @@ class ResNetWorkload(Workload):
 
     # ---- data: see DATA_SOURCES ----------------------------------------------------------------
     # ---- MLPerf log ----------------------------------------------------------------------------
-    def model_bn_span(self) -> int:
-        """Examples per batch-norm statistics group (`tpubench.nn.layers.bn_span`)."""
-        return layers.bn_span(self.config)
-
     def mllog_hyperparameters(self) -> dict[str, Any]:
         c, o, s = self.config, self.config.optimizer, self.config.schedule
         keys: dict[str, Any] = {"global_batch_size": c.data.global_batch_size, "opt_name": o.name,
-                                "model_bn_span": self.model_bn_span()}
+                                "model_bn_span": layers.bn_span(c)}
         if o.name == "lars":
             keys.update({
                 "lars_opt_base_learning_rate": o.learning_rate,

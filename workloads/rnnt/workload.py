@@ -16,6 +16,7 @@ import numpy as np
 import optax
 
 from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.rnnt import decode, input_pipeline, librispeech, model, text
@@ -48,7 +49,7 @@ class RNNTWorkload(Workload):
             stack_time_factor=m.stack_time_factor, pred_hidden=m.pred_hidden,
             pred_layers=m.pred_layers, joint_hidden=m.joint_hidden, dropout=m.dropout,
             forget_gate_bias=m.forget_gate_bias,
-            dtype=jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32)
+            dtype=compute_dtype(m.dtype, else_float32=True))
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
         """LSTM gate rows split over "tensor"; everything else left to the FSDP rule."""

@@ -27,26 +27,12 @@ from collections.abc import Iterator
 import ml_collections
 import numpy as np
 
-from tpubench import sources
+from tpubench.datasets import coco as tfds_coco
 
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)
 MIN_IOUS = (-1.0, 0.1, 0.3, 0.5, 0.7, 0.9, -np.inf)  # index 0 = keep the image
 MODE_DRAWS = 32
-
-
-def builder(config: ml_collections.ConfigDict):
-    """The tfds builder of config.data.dataset, or a `UsageError` saying how to prepare it."""
-    return sources.tfds_builder(
-        config, "Build it with `tfds build coco/2017 --data_dir=DATA_DIR` (downloads ~25 GB "
-        "from cocodataset.org)")
-
-
-def _tf():
-    import tensorflow as tf
-
-    tf.config.set_visible_devices([], "GPU")
-    return tf
 
 
 def _iou(tf, boxes, window):
@@ -61,7 +47,7 @@ def _iou(tf, boxes, window):
 
 def ssd_crop(image, boxes, labels, seed, max_samples: int):
     """utils.py SSDCropping on one image (float image [H, W, 3], ltrb boxes [N, 4] in [0, 1])."""
-    tf = _tf()
+    tf = tfds_coco.tensorflow()
     min_ious = tf.constant(MIN_IOUS, tf.float32)
 
     def attempt(seed2):
@@ -131,30 +117,13 @@ def _finish(tf, image, boxes, labels, size: int, max_boxes: int, *extra):
     return (image, *out)
 
 
-def _objects(tf, ex):
-    """(boxes ltrb, labels + 1, crowd, area) of an example's objects (rows cut to the shortest
-    field, which only mock data needs)."""
-    o = ex["objects"]
-    n = tf.reduce_min(tf.stack([tf.shape(o[k])[0] for k in ("bbox", "label", "is_crowd",
-                                                              "area")]))
-    b = o["bbox"][:n]  # tfds: (ymin, xmin, ymax, xmax), normalised
-    boxes = tf.stack([b[:, 1], b[:, 0], b[:, 3], b[:, 2]], axis=1)
-    return (boxes, tf.cast(o["label"][:n], tf.int32) + 1, tf.cast(o["is_crowd"][:n], tf.int32),
-            tf.cast(o["area"][:n], tf.float32))
-
-
-def _has_boxes(ex):
-    tf = _tf()
-    return tf.shape(ex["objects"]["label"])[0] > 0  # utils.py COCODetection drops the rest
-
-
 def train_batches(config: ml_collections.ConfigDict, start_step: int, process_index: int,
                   process_count: int) -> Iterator[dict[str, np.ndarray]]:
     """This process's share of every global train batch, from `start_step`, as numpy."""
     import tensorflow_datasets as tfds
 
-    tf = _tf()
-    b = builder(config)
+    tf = tfds_coco.tensorflow()
+    b = tfds_coco.builder(config)
     split = tfds.split_for_jax_process("train", process_index=process_index,
                                        process_count=process_count)
     ds = b.as_dataset(split=split, shuffle_files=True, read_config=tfds.ReadConfig(
@@ -166,7 +135,7 @@ def train_batches(config: ml_collections.ConfigDict, start_step: int, process_in
     def prep(index, ex):
         seed = tf.stack([tf.cast(config.run.seed, tf.int64), index])
         image = tf.image.convert_image_dtype(ex["image"], tf.float32)
-        boxes, labels, _, _ = _objects(tf, ex)
+        boxes, labels, _, _ = tfds_coco.objects(tf, ex)
         image, boxes, labels = ssd_crop(image, boxes, labels, seed, max_samples)
         flip = tf.random.stateless_uniform([], seed=seed + 1) < 0.5
         image = tf.where(flip, tf.image.flip_left_right(image), image)
@@ -178,7 +147,7 @@ def train_batches(config: ml_collections.ConfigDict, start_step: int, process_in
 
     options = tf.data.Options()
     options.deterministic = True
-    ds = ds.filter(_has_boxes).repeat().shuffle(16 * local, seed=config.run.seed)
+    ds = ds.filter(tfds_coco.has_boxes).repeat().shuffle(16 * local, seed=config.run.seed)
     ds = ds.enumerate().map(prep, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.batch(local, drop_remainder=True).skip(start_step).prefetch(4).with_options(options)
     return iter(tfds.as_numpy(ds))
@@ -189,17 +158,17 @@ def eval_batches(config: ml_collections.ConfigDict, process_index: int, process_
     """This process's eval batches (val2017 images with boxes), padded with mask 0."""
     import tensorflow_datasets as tfds
 
-    tf = _tf()
-    b = builder(config)
+    tf = tfds_coco.tensorflow()
+    b = tfds_coco.builder(config)
     split = tfds.split_for_jax_process(config.data.eval_split, process_index=process_index,
                                        process_count=process_count)
-    ds = b.as_dataset(split=split).filter(_has_boxes)
+    ds = b.as_dataset(split=split).filter(tfds_coco.has_boxes)
     size, m = int(config.data.image_size), int(config.data.max_boxes)
     local = config.eval.batch_size // process_count
 
     def prep(ex):
         image = tf.image.convert_image_dtype(ex["image"], tf.float32)
-        boxes, labels, crowd, area = _objects(tf, ex)
+        boxes, labels, crowd, area = tfds_coco.objects(tf, ex)
         shape = tf.cast(tf.shape(image)[:2], tf.float32)
         image, boxes, labels, crowd, area = _finish(tf, image, boxes, labels, size, m, crowd,
                                                     area)

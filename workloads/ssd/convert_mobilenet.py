@@ -47,38 +47,26 @@ from typing import Any
 
 import numpy as np
 
+from tpubench.convert.boxed import put, shape
+from tpubench.convert.frozen_graph import read_frozen_graph
 from tpubench.errors import UsageError
-from workloads.ssd.convert import _put, _shape
 
 PREFIX = "FeatureExtractor/MobilenetV1"
 _CONV = re.compile(r"(.*)Conv2d_(\d+)")
 _EXTRA = re.compile(r"(.*)Conv2d_(\d+)_(\d)x(\d)")
 _HEAD = re.compile(r"BoxPredictor_(\d+)/(BoxEncodingPredictor|ClassPredictor)/")
-EPSILON = 1e-3  # workloads/ssd/mobilenet.py's BN epsilon (TF OD: 0.001)
+EPSILON = 1e-3  # tpubench.nn.mobilenet.ConvBN's BN epsilon (TF OD: 0.001)
 
 
-def read_frozen_graph(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """name -> array of every `Const` node of a TF frozen graph (.pb), or of an .npz."""
+def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """`read_frozen_graph` of the reference's weights, or a UsageError naming them when `path`
+    does not exist."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise UsageError(f"SSD-MobileNet weights {path!r} do not exist. Pass the reference's "
                          "ssd_mobilenet_v1_coco_2018_01_28/frozen_inference_graph.pb (or an .npz "
                          "of its constants' names) with --config.model.checkpoint=FILE.")
-    if path.endswith(".npz"):
-        with np.load(path) as f:
-            return {k: f[k] for k in f.files}
-    from tensorboard.compat.proto import graph_pb2
-    from tensorboard.util import tensor_util
-
-    graph = graph_pb2.GraphDef()
-    with open(path, "rb") as f:
-        try:
-            graph.ParseFromString(f.read())
-        except Exception as e:  # protobuf's DecodeError
-            raise UsageError(f"{path!r} is not a TF frozen graph (GraphDef .pb) nor an .npz: "
-                             f"{e}") from e
-    return {n.name: tensor_util.make_ndarray(n.attr["value"].tensor)
-            for n in graph.node if n.op == "Const"}
+    return read_frozen_graph(path)
 
 
 def reference_names(consts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -123,14 +111,14 @@ class _Loader:
     def take(self, name: str, like: Any, transform=lambda a: a, optional: Any = None):
         if name not in self.state:
             if optional is not None:
-                return _put(like, np.broadcast_to(optional, _shape(like)).astype(np.float32))
+                return put(like, np.broadcast_to(optional, shape(like)).astype(np.float32))
             self.missing.append(name)
             return like
         value = transform(np.asarray(self.state[name], np.float32))
-        if tuple(value.shape) != _shape(like):
+        if tuple(value.shape) != shape(like):
             self.wrong.append(f"{name} {tuple(np.shape(self.state[name]))}")
             return like
-        return _put(like, value)
+        return put(like, value)
 
     def conv_bn(self, p: Any, s: Any, conv: str, norm: str, depthwise: bool = False):
         """One ConvBN module (conv, bn) from a conv kernel and its folded or kept norm."""
@@ -138,9 +126,9 @@ class _Loader:
                            (lambda a: a.transpose(0, 1, 3, 2)) if depthwise else (lambda a: a))
         scale = self.take(f"{norm}.scale", p["bn"]["scale"], optional=None if depthwise else 1.0)
         bias = self.take(f"{norm}.bias", p["bn"]["bias"])
-        stats = {"mean": _put(s["bn"]["mean"], np.zeros(_shape(s["bn"]["mean"]), np.float32)),
-                 "var": _put(s["bn"]["var"],
-                             np.full(_shape(s["bn"]["var"]), 1.0 - EPSILON, np.float32))}
+        stats = {"mean": put(s["bn"]["mean"], np.zeros(shape(s["bn"]["mean"]), np.float32)),
+                 "var": put(s["bn"]["var"],
+                             np.full(shape(s["bn"]["var"]), 1.0 - EPSILON, np.float32))}
         return {"conv": {"kernel": kernel}, "bn": {"scale": scale, "bias": bias}}, {"bn": stats}
 
     def raise_if_bad(self, what: str, hint: str) -> None:
@@ -159,7 +147,7 @@ def _extras(params: Any) -> list[str]:
 def load_feature_extractor(consts: dict[str, np.ndarray], params: Any, batch_stats: Any,
                            loader: _Loader | None = None) -> tuple[dict, dict]:
     """New (params, batch_stats) with the backbone and extra blocks from the frozen graph's
-    constants (`read_frozen_graph`); the heads keep their values. Width-1.0 MobileNet v1 only
+    constants (`read_checkpoint`); the heads keep their values. Width-1.0 MobileNet v1 only
     in practice (any width whose shapes match the file). UsageError naming what does not fit."""
     ld = loader or _Loader(reference_names(consts))
     bp, bs = params["backbone"], batch_stats["backbone"]
@@ -210,8 +198,8 @@ def load_ssd_mobilenet(consts: dict[str, np.ndarray], params: Any, batch_stats: 
     out_p, out_s = load_feature_extractor(consts, params, batch_stats, loader=ld)
     classes = None
     for k in range(sum(1 for n in params if re.fullmatch(r"loc\d+", n))):
-        boxes = _shape(params[f"loc{k}"]["kernel"])[-1] // 4
-        classes = _shape(params[f"conf{k}"]["kernel"])[-1] // boxes
+        boxes = shape(params[f"loc{k}"]["kernel"])[-1] // 4
+        classes = shape(params[f"conf{k}"]["kernel"])[-1] // boxes
         out_p[f"loc{k}"] = _head(ld, params[f"loc{k}"], f"predictors.{k}.regression", 4)
         out_p[f"conf{k}"] = _head(ld, params[f"conf{k}"], f"predictors.{k}.classification",
                                   classes)

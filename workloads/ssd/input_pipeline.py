@@ -17,8 +17,6 @@ import numpy as np
 from tpubench.datasets import canvas
 from tpubench.loops import feed as data
 
-EVAL_SEED = 1_000_003  # the fixed eval canvases: rng([EVAL_SEED, index])
-
 
 def canvas_train(config: ml_collections.ConfigDict, start_step: int, process_index: int,
                  process_count: int):
@@ -41,7 +39,7 @@ def canvas_train(config: ml_collections.ConfigDict, start_step: int, process_ind
 @functools.lru_cache(maxsize=2)
 def canvas_eval_set(spec: canvas.CanvasSpec, samples: int) -> dict[str, np.ndarray]:
     """The fixed eval canvases (held-out glyphs), with the pycocotools fields."""
-    b = canvas.batch([EVAL_SEED], samples, "test", spec)
+    b = canvas.batch([canvas.EVAL_SEED], samples, "test", spec)
     s = float(spec.size)
     wh = (b["boxes"][..., 2:] - b["boxes"][..., :2]) * s
     b["size"] = np.full((samples, 2), s, np.float32)

@@ -14,7 +14,7 @@ Source: mlcommons/training single_stage_detector/ssd (v0.7):
   (`tpubench.detection.default_boxes`).
 - `_init_weights`: Xavier-uniform for the additional blocks and heads (biases: zeros here;
   torch's default is a small uniform). The backbone starts from ImageNet weights in the
-  reference (workloads/ssd/convert.py); from scratch it uses torchvision's Kaiming-normal
+  reference (tpubench/convert/torchvision.py); from scratch it uses torchvision's Kaiming-normal
   (fan_out) convs and unit batch-norm scales.
 
 Full size (81 classes): 19,972,534 parameters (tests/test_ssd.py, by jax.eval_shape), 8,732
@@ -31,17 +31,10 @@ import jax.numpy as jnp
 from flax import linen as nn
 
 from tpubench.nn import layers
+from tpubench.nn.initializers import KAIMING, XAVIER
+from workloads.ssd import mobilenet
 
-CONV_AXES = ("conv_h", "conv_w", "conv_in", "conv_out")
 ModuleDef = Any
-
-
-def _init(base):
-    return nn.with_logical_partitioning(base, CONV_AXES)
-
-
-KAIMING = _init(nn.initializers.variance_scaling(2.0, "fan_out", "normal"))
-XAVIER = _init(nn.initializers.xavier_uniform())
 
 
 class BasicBlock(nn.Module):
@@ -115,7 +108,7 @@ class SSD(nn.Module):
     head_kernel: int = 3
     depthwise_impl: str = "conv"  # MobileNet depthwise convs: "conv" (grouped) or "shifts"
     # Running-statistics momentum of every batch norm; None: the backbone's reference value
-    # (ResNet 0.9, torch's; MobileNet 0.999, Keras's: mobilenet.BN_MOMENTUM).
+    # (ResNet 0.9, torch's; MobileNet 0.999, Keras's: tpubench.nn.mobilenet.BN_MOMENTUM).
     bn_momentum: float | None = None
 
     def _maps(self, x, train: bool) -> list[Any]:
@@ -132,8 +125,6 @@ class SSD(nn.Module):
                                  name=f"extra{i}_conv2")(x))
                 maps.append(x)
             return maps
-        from workloads.ssd import mobilenet
-
         nets = {"mobilenet_v1": mobilenet.MobileNetV1, "mobilenet_v2": mobilenet.MobileNetV2}
         if self.backbone not in nets:
             raise ValueError(f"SSD: unknown backbone {self.backbone!r} (resnet34, "

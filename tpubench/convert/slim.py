@@ -1,4 +1,4 @@
-"""TF-slim MobileNet names -> this suite's ConvBN modules (`workloads/ssd/mobilenet.py`), shared
+"""TF-slim MobileNet names -> this suite's ConvBN modules (`tpubench.nn.mobilenet`), shared
 by the converters of the published MobileNetEdgeTPU (`workloads/resnet/
 convert_mobilenet_edgetpu.py`) and DeepLabv3+ MobileNetV2 (`workloads/deeplab/convert.py`).
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from workloads.ssd.convert import _put, _shape
+from tpubench.convert.boxed import put, shape
 
 
 def backbone_scope(prefix: str, module: str) -> str:
@@ -34,10 +34,10 @@ def conv_bn(weights: dict, scope: str, p: Any, s: Any, depthwise: bool, problems
             problems.append(f"missing {name}")
             return like
         value = transform(np.asarray(weights[name], np.float32))
-        if tuple(value.shape) != _shape(like):
-            problems.append(f"{name} is {tuple(value.shape)}, the model wants {_shape(like)}")
+        if tuple(value.shape) != shape(like):
+            problems.append(f"{name} is {tuple(value.shape)}, the model wants {shape(like)}")
             return like
-        return _put(like, value)
+        return put(like, value)
 
     kernel_name = f"{scope}/depthwise_weights" if depthwise else f"{scope}/weights"
     transpose = (lambda a: a.transpose(0, 1, 3, 2)) if depthwise else (lambda a: a)
@@ -71,10 +71,10 @@ def logits(weights: dict, scope: str, p: Any, problems: list) -> dict | None:
     if w is None or b is None:
         problems.append(f"missing {scope}/weights or /biases")
         return None
-    kernel = _shape(p["kernel"])
+    kernel = shape(p["kernel"])
     w = np.asarray(w, np.float32)
     w = w.reshape(w.shape[-len(kernel):])
-    if tuple(w.shape) != kernel or tuple(b.shape) != _shape(p["bias"]):
+    if tuple(w.shape) != kernel or tuple(b.shape) != shape(p["bias"]):
         problems.append(f"{scope} is {tuple(w.shape)}, the model wants {kernel}")
         return None
-    return {"kernel": _put(p["kernel"], w), "bias": _put(p["bias"], np.asarray(b, np.float32))}
+    return {"kernel": put(p["kernel"], w), "bias": put(p["bias"], np.asarray(b, np.float32))}

@@ -1,0 +1,1 @@
+"""Readers of published weights (torchvision, TF frozen graphs, TF-slim) into Flax trees."""
