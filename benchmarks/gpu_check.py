@@ -9,8 +9,7 @@ Measures, and writes as JSON (after every section, so a timeout still leaves wha
     synthetic data generated on device, through the harness's compiled train step
     (`benchmarks/resnet_throughput.measure`: `JitEngine.compile`, K=1), with MFU against the
     peak of the matmul unit that runs (`tpubench.platform.chips`: bf16; TF32 for float32 on H200
-    unless
-    `jax_default_matmul_precision` is "highest"). An MFU above 100% fails the check;
+    unless `jax_default_matmul_precision` is "highest"). An MFU above 100% fails the check;
 (b) init + AOT compile time of each;
 (c) BERT-large (the MLPerf full config: 24 x 1024, seq 512, bfloat16, random init) train
     examples/s and MFU at `--bert_batch` (default 32), the same way;

@@ -54,9 +54,8 @@ for _name in ("TPUBENCH_DATA_DIR", "JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMP
               "TPUBENCH_COORDINATOR", "TPUBENCH_NUM_PROCESSES", "TPUBENCH_PROCESS_ID"):
     os.environ.pop(_name, None)
 # JAX's persistent compilation cache (tpubench/platform/compile_cache.py): one for the session,
-# under
-# TPUBENCH_CACHE_DIR above, shared by this process and every child, so an executable compiled by
-# one test is loaded by the next. TPUBENCH_TEST_COMPILE_CACHE=0 runs the session without it.
+# under TPUBENCH_CACHE_DIR above, shared by this process and every child, so an executable compiled
+# by one test is loaded by the next. TPUBENCH_TEST_COMPILE_CACHE=0 runs the session without it.
 # Measured: tests/test_cli.py + test_timing.py (41 tests), both ways at once on the loaded 2-core
 # machine: 1,888 s with it, 2,285 s without.
 COMPILE_CACHE = os.environ.pop("TPUBENCH_TEST_COMPILE_CACHE", "1") != "0"
@@ -163,8 +162,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _sigterm_handler_restored():
     """Tests that call an entry point in this process (`cli.main`, `entry.run`) install
     tpubench's SIGTERM handler (tpubench.loops.preemption), which ignores SIGTERM after a run:
-    restore
-    the previous handler after each test, so that `kill` still ends a pytest session."""
+    restore the previous handler after each test, so that `kill` still ends a pytest session."""
     import signal
 
     previous = signal.getsignal(signal.SIGTERM)

@@ -1,6 +1,5 @@
 """JAX's persistent compilation cache (tpubench/platform/compile_cache.py): on by default at every
-entry
-point, a second run of the same config compiles nothing new, off with
+entry point, a second run of the same config compiles nothing new, off with
 --config.run.compile_cache=false.
 
 Each test names its own cache directory (under tmp_path), so nothing is shared with the rest of

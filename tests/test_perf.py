@@ -1,6 +1,5 @@
 """tpubench.platform.perf / tpubench.platform.chips: peaks per JAX device for the matmul unit that
-runs, MFU that
-can never pass 100% unnoticed, and the CPU peak cache's keep-the-maximum rule.
+runs, MFU that can never pass 100% unnoticed, and the CPU peak cache's keep-the-maximum rule.
 
 Devices are stand-ins with the two attributes the peak code reads (`platform`, `device_kind`),
 spelled as JAX reports them on the real hardware.

@@ -57,8 +57,7 @@ def test_at_batch_8192_the_only_difference_is_berts_later_relaxation(benchmark):
     """tpubench keeps BERT at 0.712; the installed checker's 0.7.0 file accepts 0.706 there.
 
     Bites: restoring the 0.706 relaxation in tpubench.mlperf.rules (tpubench would then count a run
-    at
-    0.708 as converged) or a target that differs from the checker at large batch.
+    at 0.708 as converged) or a target that differs from the checker at large batch.
     """
     thresholds = rules.target_thresholds(benchmark)
     below = {k: _values(thresholds, k, -1e-4) for k in thresholds}

@@ -113,8 +113,7 @@ def base_config() -> ml_collections.ConfigDict:
     # allowed (root); the log's cache_clear says whether it happened.
     c.run.clear_page_cache = os.environ.get("TPUBENCH_CLEAR_PAGE_CACHE", "1") != "0"
     # JAX's persistent compilation cache (tpubench/platform/compile_cache.py): a second run of the
-    # same
-    # config loads its executables instead of compiling them (untimed init only).
+    # same config loads its executables instead of compiling them (untimed init only).
     c.run.compile_cache = os.environ.get("TPUBENCH_COMPILE_CACHE", "1") != "0"  # False: none used
     c.run.compile_cache_dir = ""  # "" = the default (compile_cache.default_dir)
     c.run.parallelism = "jit"  # "jit" (NamedSharding over the mesh) or "pmap" (data parallel)

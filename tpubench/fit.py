@@ -3,9 +3,8 @@
 Will this config fit that slice, and how fast could a step be at best? Answered before renting
 the hardware: the mesh is built over the target's devices (compile-only TPU devices from libtpu,
 `tpubench.platform.topology`), and the harness's own `JitEngine` AOT-compiles the real train block
-(K steps
-per dispatch, the input block included) and eval step for them, exactly as `tpubench run` would.
-From the compiled executables:
+(K steps per dispatch, the input block included) and eval step for them, exactly as `tpubench run`
+would. From the compiled executables:
 
 - memory per device (XLA's `memory_analysis()`): arguments, outputs, temporaries, code, and the
   total (arguments + outputs - donated aliases + temporaries + code) against the chip's HBM;

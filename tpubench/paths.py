@@ -3,8 +3,7 @@
 `cache_dir()` is `$TPUBENCH_CACHE_DIR` when set (and not empty), else `~/.cache/tpubench`. It is
 read at each call, so tests (tests/conftest.py) and users can point it elsewhere at any time.
 What lives there: the measured CPU peak (`tpubench.platform.perf`), JAX's persistent compilation
-cache
-(`tpubench.platform.compile_cache`), the translation workloads' prepared data
+cache (`tpubench.platform.compile_cache`), the translation workloads' prepared data
 (`tpubench/datasets/prepared_text.py`, unless `--config.data.cache_dir` says otherwise).
 """
 

@@ -2,8 +2,7 @@
 
 A workload is model + data + loss + metric + target. It never owns a training loop, a clock, a
 logger, a mesh or a checkpoint: `tpubench.loops.supervised` does. Every method here is either pure
-(safe to
-trace under `jax.jit`) or host-side and says so.
+(safe to trace under `jax.jit`) or host-side and says so.
 
 Batches are dicts of arrays. A train batch is the GLOBAL batch (leading dim = global batch size);
 the harness shards it over the mesh's batch axes. An eval batch additionally carries a float
@@ -87,8 +86,7 @@ class Workload(abc.ABC):
     data_sources: ClassVar[Mapping[str, sources.DataSource]] = {}
     closed_tunables: ClassVar[Mapping[str, Tunable]] = {}
     # Which harness loop runs it: "supervised" (`tpubench.loops.supervised`) or "generations"
-    # (self-play
-    # reinforcement learning, `tpubench.loops.selfplay.GenerationWorkload`).
+    # (self-play reinforcement learning, `tpubench.loops.selfplay.GenerationWorkload`).
     loop: ClassVar[str] = "supervised"
 
     def __init__(self, config: ml_collections.ConfigDict):

@@ -2,8 +2,7 @@
 
 Each child runs CMD with `TPUBENCH_COORDINATOR=localhost:P`, `TPUBENCH_NUM_PROCESSES=N` and
 `TPUBENCH_PROCESS_ID=i`, which `tpubench.platform.distributed.initialize_from_env()` turns into one
-JAX
-cluster (CPU collectives over gloo): the multi-host code paths, tested on one machine. Output is
+JAX cluster (CPU collectives over gloo): the multi-host code paths, tested on one machine. Output is
 streamed line by line with a `[pI] ` prefix. If one child fails, the others are stopped (SIGTERM,
 then SIGKILL after `--grace-s`: JAX itself catches SIGTERM, so a blocked child would otherwise
 wait forever). SIGTERM and SIGINT sent to the launcher are forwarded to every child. The exit

@@ -6,9 +6,8 @@
 Process i runs on host i with `TPUBENCH_COORDINATOR=<first host>:<port>`,
 `TPUBENCH_NUM_PROCESSES=<hosts>` and `TPUBENCH_PROCESS_ID=i`, which
 `tpubench.platform.distributed.initialize_from_env()` passes to `jax.distributed.initialize`. Each
-process
-sees all of its host's GPUs. `--dry-run` prints one `ssh` command per host (also the recipe to
-type by hand on each node); otherwise they are started together, their output prefixed with the
+process sees all of its host's GPUs. `--dry-run` prints one `ssh` command per host (also the recipe
+to type by hand on each node); otherwise they are started together, their output prefixed with the
 host, and if one fails the others are stopped. Needs only Python and ssh access to the hosts.
 """
 

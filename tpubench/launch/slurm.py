@@ -6,8 +6,7 @@
 The script (from `tpubench/launch/templates/slurm.sbatch`) runs
 `srun python -m workloads.<workload>.main --config=...` on every task; JAX finds the cluster in the
 `SLURM_*` variables (see `tpubench.platform.distributed`). `--dry-run` prints the script and the
-`sbatch`
-command; otherwise the script is written to `--script` and submitted. Needs only Python.
+`sbatch` command; otherwise the script is written to `--script` and submitted. Needs only Python.
 """
 
 from __future__ import annotations

@@ -1,20 +1,19 @@
 """Cloud TPU VM launcher: create a slice, install tpubench on every worker, run, fetch, delete.
 
-    python tpubench/launch/tpu_vm.py create  --name=NAME --zone=ZONE --accelerator-type=v5p-16
-    [--spot]
-                                    [--queued]
-    python tpubench/launch/tpu_vm.py install --name=NAME --zone=ZONE [--git-url=URL --git-ref=REF]
-    python tpubench/launch/tpu_vm.py run     --name=NAME --zone=ZONE -- tpubench run resnet
-    --config=full
-    python tpubench/launch/tpu_vm.py fetch   --name=NAME --zone=ZONE [--local-dir=results/NAME]
-    python tpubench/launch/tpu_vm.py delete  --name=NAME --zone=ZONE [--queued]
-    python tpubench/launch/tpu_vm.py all     ... (create -> install -> run -> fetch -> delete)
+    tpubench launch tpu-vm create  --name=NAME --zone=ZONE --accelerator-type=v5p-16 [--spot]
+                                   [--queued]
+    tpubench launch tpu-vm install --name=NAME --zone=ZONE [--git-url=URL --git-ref=REF]
+    tpubench launch tpu-vm run     --name=NAME --zone=ZONE -- tpubench run resnet --config=full
+    tpubench launch tpu-vm fetch   --name=NAME --zone=ZONE [--local-dir=results/NAME]
+    tpubench launch tpu-vm delete  --name=NAME --zone=ZONE [--queued]
+    tpubench launch tpu-vm all     ... (create -> install -> run -> fetch -> delete)
+
+(`python tpubench/launch/tpu_vm.py ...` is the same without installing tpubench.)
 
 Every subcommand takes `--dry-run`, which prints the exact commands instead of running them.
 `run` starts the same command on every worker (`--worker=all`) with `TPUBENCH_DISTRIBUTED=auto`,
 so `tpubench.platform.distributed.initialize_from_env()` lets `jax.distributed` discover the slice
-from
-the TPU metadata; each worker also keeps its log in `~/tpubench/results/`. The launcher needs
+from the TPU metadata; each worker also keeps its log in `~/tpubench/results/`. The launcher needs
 only Python and an authenticated `gcloud`, not tpubench or JAX.
 """
 

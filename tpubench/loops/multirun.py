@@ -14,8 +14,7 @@ run directory each, then scores exactly these runs as `tpubench report` would:
   the same command resumes it.
 - The count defaults to the v0.7 rules' count for an MLPerf config (5 or 10,
   `tpubench.mlperf.rules.REQUIRED_RUNS`) and to 1 for a mini or smoke config; a mini series is
-  summarised
-  (runs reaching the target, median time to target), never printed as an MLPerf score.
+  summarised (runs reaching the target, median time to target), never printed as an MLPerf score.
 """
 
 from __future__ import annotations

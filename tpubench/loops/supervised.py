@@ -15,9 +15,8 @@ Words: a *dispatch* is one call of a compiled K-step executable; a *block* is ML
 dispatches between two evals; waiting for the device is `block_until_ready` (JAX's name).
 
 Every clock read follows `block_until_ready` (`tpubench.loops.clock`). SIGTERM saves a checkpoint
-and
-returns "preempted" (`tpubench.loops.preemption`); rerunning with the same workdir resumes from it,
-appending to the same MLPerf log, and the clock, never paused, runs from the first attempt's
+and returns "preempted" (`tpubench.loops.preemption`); rerunning with the same workdir resumes from
+it, appending to the same MLPerf log, and the clock, never paused, runs from the first attempt's
 run_start to the final run_stop (docs/timing.md).
 """
 

@@ -4,8 +4,7 @@ Every entry point (`tpubench run`, `python -m workloads.<name>.main`) calls it f
 the environment and calls `jax.distributed.initialize` the right way for where it runs:
 
 - explicit (`tpubench launch local`, `tpubench/launch/multinode.py`, any hand-made cluster): the
-variables
-  `TPUBENCH_COORDINATOR` (host:port of process 0), `TPUBENCH_NUM_PROCESSES` and
+  variables `TPUBENCH_COORDINATOR` (host:port of process 0), `TPUBENCH_NUM_PROCESSES` and
   `TPUBENCH_PROCESS_ID`. CPU collectives go through gloo so that N CPU processes form one mesh.
 - SLURM with more than one task: JAX reads `SLURM_*` itself (one process per task; with one task
   per GPU each process sees its own GPU).

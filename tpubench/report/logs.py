@@ -7,8 +7,7 @@ sources:
 - an MLPerf result log (`results/<system>/<benchmark>/result_<i>.txt`), parsed line by line;
 - one of our work directories (`summary.json` + `mlperf_log.txt`). For an MLPerf run the log
   alone gives the clock, the quality reached and the target (from `tpubench.mlperf.rules`, never
-  from
-  the summary); the summary gives the platform, config and `is_mlperf`.
+  from the summary); the summary gives the platform, config and `is_mlperf`.
 
 Resumed runs (see docs/report.md): a preempted tpubench run keeps ONE log across attempts:
 attempt 1's lines, a `tpubench_preempted` event, then per resume a `tpubench_resume` event
@@ -230,8 +229,7 @@ def run_from_workdir(summary_path: str | os.PathLike) -> Run:
 
     An MLPerf run (`is_mlperf: true` and not open division in its log) is scored from its log
     only: time = run_stop - run_start, target from `tpubench.mlperf.rules`. Without a log, with a
-    log
-    that ends preempted, or with a log that holds only the last attempt of a resumed run, it
+    log that ends preempted, or with a log that holds only the last attempt of a resumed run, it
     gets `not_scored` set. A run that is not MLPerf keeps the summary's own target and clock.
     """
     summary_path = pathlib.Path(summary_path)
