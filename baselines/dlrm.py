@@ -1,13 +1,11 @@
 """The strongest simple baselines of the DLRM mini, on the mini's own train/eval split.
 
-A mini's target must sit above what a trivial model reaches on the same data, or reaching it
-says nothing about the workload. This script reads the mini's data through the workload's own
-data code (nycflights13, `workloads/dlrm/flights.load`, 294,611 / 32,735) and fits
-scikit-learn baselines: the constant, logistic regression on the dense features, logistic
-regression on dense + one-hot categorical features (C = 1 and 0.1), and gradient-boosted trees
-(HistGradientBoostingClassifier) on the dense features, the small tables as native categorical
-features and the large ones target-encoded (sklearn's TargetEncoder, cross-fitted on the train
-split only). Metric: ROC AUC.
+It reads the mini's data through the workload's own data code (nycflights13,
+`workloads/dlrm/flights.load`, 294,611 / 32,735) and fits scikit-learn baselines: the constant,
+logistic regression on the dense features, logistic regression on dense + one-hot categorical
+features (C = 1 and 0.1), and gradient-boosted trees (HistGradientBoostingClassifier) on the dense
+features, the small tables as native categorical features and the large ones target-encoded
+(sklearn's TargetEncoder, cross-fitted on the train split only). Metric: ROC AUC.
 
     JAX_PLATFORMS=cpu python baselines/dlrm.py [--only=SUBSTRING]
 
@@ -16,21 +14,10 @@ Deterministic (fixed seeds); the figures are quoted in the mini config's docstri
 
 from __future__ import annotations
 
-import argparse
-import time
 from collections.abc import Callable
 
+import common  # the sibling baselines/common.py
 import numpy as np
-
-
-def _row(mini: str, name: str, value: float, seconds: float) -> None:
-    print(f"{mini:7s} {name:68s} {value:.4f}   ({seconds:.0f} s to fit)", flush=True)
-
-
-def _timed(fit_score: Callable[[], float]) -> tuple[float, float]:
-    start = time.perf_counter()
-    value = fit_score()
-    return value, time.perf_counter() - start
 
 
 def dlrm_baselines(only: str = "") -> dict[str, float]:
@@ -50,7 +37,7 @@ def dlrm_baselines(only: str = "") -> dict[str, float]:
     scaler = StandardScaler().fit(tr.dense)
     dtr, dev = scaler.transform(tr.dense), scaler.transform(ev.dense)
     results = {"constant": 0.5}
-    _row("dlrm", "constant (every flight scores the same)", 0.5, 0.0)
+    common.row("dlrm", "constant (every flight scores the same)", 0.5, 0.0)
 
     def lr_dense() -> float:
         model = LogisticRegression(max_iter=1000).fit(dtr, tr.label)
@@ -96,19 +83,11 @@ def dlrm_baselines(only: str = "") -> dict[str, float]:
     ]:
         if only not in name:
             continue
-        value, seconds = _timed(fn)
+        value, seconds = common.timed(fn)
         results[name] = value
-        _row("dlrm", name, value, seconds)
+        common.row("dlrm", name, value, seconds)
     return results
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="run only baselines whose name contains this")
-    args = parser.parse_args()
-    best = max(dlrm_baselines(args.only).values())
-    print(f"dlrm    strongest baseline: {best:.4f} AUC\n", flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    common.main("dlrm", dlrm_baselines, "AUC", __doc__)

@@ -18,7 +18,7 @@ import argparse
 
 import numpy as np
 from scipy import ndimage
-from ssd import CLASSES  # the sibling baselines/ssd.py
+from ssd import CLASSES, nearest_glyph  # the sibling baselines/ssd.py
 
 from tpubench import config as config_lib
 from tpubench.datasets import canvas
@@ -62,16 +62,12 @@ def main() -> None:
     comps = [_components(img) for img in ev["inputs"]]
     dets = [[(bx, m, prior[c], c) for bx, m in cs for c in range(1, CLASSES)] for cs in comps]
     print("ink components + class prior: BBOX {:.4f} SEGM {:.4f}".format(*_score(ev, dets, size)))
-    pool = canvas.glyphs()["train"]
-    feats = np.stack([canvas._resize(g, 16, 16).ravel() for g, _ in pool])
-    digits = np.array([d for _, d in pool])
+    classify = nearest_glyph()
     dets = []
     for img, cs in zip(ev["inputs"], comps, strict=True):
         out = []
-        for (x0, y0, x1, y1), m in cs:
-            f = canvas._resize(img[y0:y1, x0:x1, 0], 16, 16).ravel()
-            out.append(((x0, y0, x1, y1), m, 1.0,
-                        digits[np.argmin(((feats - f) ** 2).sum(1))] + 1))
+        for box, m in cs:
+            out.append((box, m, 1.0, classify(img, box)))
         dets.append(out)
     print("ink components + 1-NN: BBOX {:.4f} SEGM {:.4f}".format(*_score(ev, dets, size)))
 

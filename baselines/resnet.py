@@ -1,11 +1,9 @@
 """The strongest simple baselines of the ResNet mini, on the mini's own train/eval split.
 
-A mini's target must sit above what a trivial model reaches on the same data, or reaching it
-says nothing about the workload. This script reads the mini's data through the workload's own
-data code (the exact arrays the model trains and evaluates on) and fits scikit-learn baselines
-on MNIST-5k (`workloads/resnet/input_pipeline.load_mnist5k`, 4,000 / 1,000): k-NN for
-k = 1, 3, 5 on raw pixels, an RBF SVC (C = 1 and 10), multinomial logistic regression.
-Metric: top-1.
+It reads the mini's data through the workload's own data code (the exact arrays the model
+trains and evaluates on) and fits scikit-learn baselines on MNIST-5k
+(`workloads/resnet/input_pipeline.load_mnist5k`, 4,000 / 1,000): k-NN for k = 1, 3, 5 on raw
+pixels, an RBF SVC (C = 1 and 10), multinomial logistic regression. Metric: top-1.
 
     JAX_PLATFORMS=cpu python baselines/resnet.py [--only=SUBSTRING]
 
@@ -14,19 +12,7 @@ Deterministic (fixed seeds); the figures are quoted in the mini config's docstri
 
 from __future__ import annotations
 
-import argparse
-import time
-from collections.abc import Callable
-
-
-def _row(mini: str, name: str, value: float, seconds: float) -> None:
-    print(f"{mini:7s} {name:68s} {value:.4f}   ({seconds:.0f} s to fit)", flush=True)
-
-
-def _timed(fit_score: Callable[[], float]) -> tuple[float, float]:
-    start = time.perf_counter()
-    value = fit_score()
-    return value, time.perf_counter() - start
+import common  # the sibling baselines/common.py
 
 
 def resnet_baselines(only: str = "") -> dict[str, float]:
@@ -49,19 +35,11 @@ def resnet_baselines(only: str = "") -> dict[str, float]:
     for name, model in models.items():
         if only not in name:
             continue
-        value, seconds = _timed(lambda m=model: m.fit(xtr, ytr).score(xte, yte))
+        value, seconds = common.timed(lambda m=model: m.fit(xtr, ytr).score(xte, yte))
         results[name] = value
-        _row("resnet", name, value, seconds)
+        common.row("resnet", name, value, seconds)
     return results
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="run only baselines whose name contains this")
-    args = parser.parse_args()
-    best = max(resnet_baselines(args.only).values())
-    print(f"resnet  strongest baseline: {best:.4f} top-1\n", flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    common.main("resnet", resnet_baselines, "top-1", __doc__)

@@ -34,6 +34,21 @@ def _components(image: np.ndarray) -> list[tuple[int, int, int, int]]:
     return [(s[1].start, s[0].start, s[1].stop, s[0].stop) for s in ndimage.find_objects(lab)]
 
 
+def nearest_glyph():
+    """A classifier of an ink box: the class (digit + 1) of the nearest train glyph, both
+    resized to 16x16 (the strongest trivial classifier of the canvas minis' objects)."""
+    pool = canvas.glyphs()["train"]
+    feats = np.stack([canvas._resize(g, 16, 16).ravel() for g, _ in pool])
+    digits = np.array([d for _, d in pool])
+
+    def classify(image: np.ndarray, box: tuple[int, int, int, int]) -> int:
+        x0, y0, x1, y1 = box
+        f = canvas._resize(image[y0:y1, x0:x1, 0], 16, 16).ravel()
+        return int(digits[np.argmin(((feats - f) ** 2).sum(1))] + 1)
+
+    return classify
+
+
 def _evaluate(ev, dets, size) -> float:
     n, k = len(ev["labels"]), max(len(d) for d in dets)
     b = np.zeros((n, k, 4))
@@ -65,15 +80,12 @@ def main() -> None:
     comps = [_components(img) for img in ev["inputs"]]
     dets = [[(c, prior[k], k) for c in cs for k in range(1, CLASSES)] for cs in comps]
     print(f"ink components + class prior: mAP {_evaluate(ev, dets, size):.4f}")
-    pool = canvas.glyphs()["train"]
-    feats = np.stack([canvas._resize(g, 16, 16).ravel() for g, _ in pool])
-    digits = np.array([d for _, d in pool])
+    classify = nearest_glyph()
     dets = []
     for img, cs in zip(ev["inputs"], comps, strict=True):
         out = []
-        for x0, y0, x1, y1 in cs:
-            f = canvas._resize(img[y0:y1, x0:x1, 0], 16, 16).ravel()
-            out.append(((x0, y0, x1, y1), 1.0, digits[np.argmin(((feats - f) ** 2).sum(1))] + 1))
+        for box in cs:
+            out.append((box, 1.0, classify(img, box)))
         dets.append(out or [((0, 0, 1, 1), 0.0, 0)])
     print(f"ink components + 1-NN: mAP {_evaluate(ev, dets, size):.4f}")
 

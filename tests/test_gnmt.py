@@ -16,6 +16,7 @@ from tpubench.datasets import prepared_text as prepared
 from tpubench.errors import UsageError
 from tpubench.loops import supervised as train
 from tpubench.mlperf import mllog
+from tpubench.text import ids
 from workloads.gnmt import decode
 from workloads.gnmt import model as gnmt_model
 from workloads.gnmt.workload import GNMTWorkload, smoothed_xent
@@ -417,7 +418,7 @@ def test_train_batches_keep_short_pairs_and_depend_on_seed_and_step_only(smoke_m
         lengths = (b["targets"] > 0).sum(1)
         assert b["inputs"].shape == (4, 15) and lengths.max() <= 15
         last = b["targets"][np.arange(4), lengths - 1]
-        assert (last == gnmt_model.EOS_ID).all()
+        assert (last == ids.EOS_ID).all()
     resumed = next(w.train_batches(3, 0, 1))
     np.testing.assert_array_equal(resumed["inputs"], first[3]["inputs"])
     sources, targets, _ = prepared.load_train(w.prepare_config())

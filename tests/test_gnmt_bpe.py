@@ -179,7 +179,7 @@ def test_batches_end_in_the_reference_eos_and_the_decoder_starts_from_bos(bpe_wo
     (2) then the targets (the reference's targets begin with BOS) and beam search starts from
     BOS and stops at EOS (a stand-in model records what it is given: nothing compiles).
     Bites: the loss's shift_right without the start id (PAD 0 first); beam search given
-    model_lib.EOS_ID (1, the reference's UNK)."""
+    tpubench.text.ids.EOS_ID (1, the reference's UNK)."""
     import jax.numpy as jnp
 
     from workloads.gnmt import decode as decode_lib

@@ -34,8 +34,10 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-PAD_ID = 0  # also the decoder's start token (as the Transformer workload's ids; no BOS row)
-EOS_ID = 1
+# The minis' vocabularies' pad id (tpubench.text.ids, as the Transformer's) is also the decoder's
+# start token there (no BOS row); the reference's BPE vocabulary has its own (moses_bpe.BOS_ID).
+from tpubench.text.ids import PAD_ID
+
 MASK_FILL = -65504.0  # attention.py: masked_fill_(mask, -65504.0)
 INIT_WEIGHT = 0.1  # encoder.py / decoder.py init_weight
 

@@ -44,6 +44,7 @@ from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.tasks.translation import PreparedTranslation
 from tpubench.text import moses_bpe
+from tpubench.text.ids import PAD_ID
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.gnmt import decode as decode_lib
 from workloads.gnmt import model as model_lib
@@ -124,7 +125,7 @@ class GNMTWorkload(PreparedTranslation, Workload):
         """The decoder's start token: BOS (2) in the reference's BPE vocabulary
         (`inference.py` insert_target_start, and its training targets begin with BOS); PAD (0)
         in the vocabularies without a BOS."""
-        return moses_bpe.BOS_ID if self.config.data.tokenizer == "bpe" else model_lib.PAD_ID
+        return moses_bpe.BOS_ID if self.config.data.tokenizer == "bpe" else PAD_ID
 
     @property
     def source_bos(self) -> int:
@@ -213,7 +214,7 @@ class GNMTWorkload(PreparedTranslation, Workload):
         logits = self.model(train=True).apply(
             {"params": params}, batch["inputs"], model_lib.shift_right(targets, self.start_id),
             rngs={"dropout": rng})
-        weights = (targets != model_lib.PAD_ID).astype(jnp.float32)
+        weights = (targets != PAD_ID).astype(jnp.float32)
         xent = smoothed_xent(logits, targets, self.config.model.label_smoothing)
         tokens = jnp.maximum(weights.sum(), 1.0)
         loss = (xent * weights).sum() / targets.shape[0]
@@ -265,7 +266,7 @@ class GNMTWorkload(PreparedTranslation, Workload):
         beam = int(e.beam_size)
         encoded = model.apply(variables, inputs, method=model_lib.GNMT.encode)
         keys = model.apply(variables, encoded, method=model_lib.GNMT.attention_keys)
-        src_mask = inputs != model_lib.PAD_ID
+        src_mask = inputs != PAD_ID
         encoded, keys, src_mask = decode_lib.tile((encoded, keys, src_mask), beam)
         n = inputs.shape[0] * beam
         zeros = jnp.zeros((n, self.config.model.hidden_size), jnp.float32)
