@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from tpubench.convert.boxed import put, shape
+from tpubench.convert.boxed import Loader
 from tpubench.errors import UsageError
 
 # The torchvision ImageNet networks whose state dicts `load_backbone` reads -> the part of
@@ -82,18 +82,8 @@ def load_backbone(state: dict[str, np.ndarray], params: Any, batch_stats: Any,
     """New (params["backbone"], batch_stats["backbone"]) with the state dict's values; the
     given trees give the names and shapes (numpy or abstract arrays); `network` (a NETWORKS
     key) names the file a UsageError asks for."""
-    missing, wrong = [], []
-
-    def take(name, like, transform=lambda a: a):
-        want_shape = shape(like)
-        if name not in state:
-            missing.append(name)
-            return like
-        value = transform(np.asarray(state[name], np.float32))
-        if tuple(value.shape) != want_shape:
-            wrong.append(f"{name} {tuple(np.shape(state[name]))}")
-            return like
-        return put(like, value)
+    loader = Loader(state)
+    take = loader.take
 
     def walk(p, s, path):
         if "kernel" in p:  # a conv
@@ -115,11 +105,9 @@ def load_backbone(state: dict[str, np.ndarray], params: Any, batch_stats: Any,
         return out_p, out_s
 
     new_params, new_stats = walk(params, batch_stats, ())
-    if missing or wrong:
+    if loader.missing or loader.wrong:
         raise UsageError(
             f"The backbone file does not match {NETWORKS[network]} of this model: "
-            + (f"missing {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}; "
-               if missing else "")
-            + (f"wrong shapes: {', '.join(wrong[:5])}" if wrong else "")
-            + f". Pass torchvision's {network} state dict (tpubench/convert/torchvision.py).")
+            f"{loader.problems()}pass torchvision's {network} state dict "
+            "(tpubench/convert/torchvision.py).")
     return new_params, new_stats

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tpubench.convert.boxed import put, shape
+from tpubench.convert.boxed import Loader
 from tpubench.convert.torchvision import load_backbone, read_state_dict
 from tpubench.errors import UsageError
 
@@ -51,17 +51,8 @@ def load_ssd_r34(state: dict[str, np.ndarray], params: Any, batch_stats: Any,
                 torchvision[tv + k[len(ref):]] = v
     backbone_p, backbone_s = load_backbone(torchvision, params["backbone"],
                                            batch_stats["backbone"])
-    missing, wrong, out = [], [], {"backbone": backbone_p}
-
-    def take(name, like, transform=lambda a: a):
-        if name not in state:
-            missing.append(name)
-            return like
-        value = transform(np.asarray(state[name], np.float32))
-        if tuple(value.shape) != shape(like):
-            wrong.append(f"{name} {tuple(np.shape(state[name]))}")
-            return like
-        return put(like, value)
+    loader, out = Loader(state), {"backbone": backbone_p}
+    take = loader.take
 
     def conv(flax_name: str, torch_name: str):
         p = params[flax_name]
@@ -78,12 +69,10 @@ def load_ssd_r34(state: dict[str, np.ndarray], params: Any, batch_stats: Any,
         conv(f"loc{k}", f"loc.{k}")
         conv(f"conf{k}", f"conf.{k}")
     unknown = sorted(set(params) - set(out))
-    if missing or wrong or unknown:
+    if loader.missing or loader.wrong or unknown:
         raise UsageError(
             "The SSD-ResNet34 file does not match this model (ssd_r34.py state-dict names): "
-            + (f"missing {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}; "
-               if missing else "")
-            + (f"wrong shapes: {', '.join(wrong[:5])}; " if wrong else "")
+            + loader.problems()
             + (f"no source for {', '.join(unknown)}; " if unknown else "")
             + "pass the v0.7 reference's resnet34-ssd1200 weights with --config=r34_1200.")
     return out, {**batch_stats, "backbone": backbone_s}

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from tpubench.convert.boxed import put, shape
+from tpubench.convert.boxed import Loader, put, shape
 from tpubench.convert.frozen_graph import read_frozen_graph
 from tpubench.errors import UsageError
 
@@ -102,23 +102,8 @@ def reference_names(consts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-class _Loader:
-    """Takes named arrays into a params / batch-stats tree, collecting what does not fit."""
-
-    def __init__(self, state: dict[str, np.ndarray]):
-        self.state, self.missing, self.wrong = state, [], []
-
-    def take(self, name: str, like: Any, transform=lambda a: a, optional: Any = None):
-        if name not in self.state:
-            if optional is not None:
-                return put(like, np.broadcast_to(optional, shape(like)).astype(np.float32))
-            self.missing.append(name)
-            return like
-        value = transform(np.asarray(self.state[name], np.float32))
-        if tuple(value.shape) != shape(like):
-            self.wrong.append(f"{name} {tuple(np.shape(self.state[name]))}")
-            return like
-        return put(like, value)
+class _Loader(Loader):
+    """`tpubench.convert.boxed.Loader` with SSD-MobileNet's ConvBN modules and its message."""
 
     def conv_bn(self, p: Any, s: Any, conv: str, norm: str, depthwise: bool = False):
         """One ConvBN module (conv, bn) from a conv kernel and its folded or kept norm."""
@@ -133,11 +118,9 @@ class _Loader:
 
     def raise_if_bad(self, what: str, hint: str) -> None:
         if self.missing or self.wrong:
-            m, w = self.missing, self.wrong
             raise UsageError(
                 f"The SSD-MobileNet file does not match this model's {what}: "
-                + (f"missing {', '.join(m[:5])}{' ...' if len(m) > 5 else ''}; " if m else "")
-                + (f"wrong shapes: {', '.join(w[:5])}; " if w else "") + hint)
+                + self.problems() + hint)
 
 
 def _extras(params: Any) -> list[str]:
