@@ -177,7 +177,7 @@ def test_tensorboard_files_are_written_without_importing_tensorflow(tmp_path):
     Bites: dropping `_tensorboard_without_tensorflow()` (TensorFlow gets imported)."""
     code = (
         "import sys\n"
-        "from tpubench import metrics\n"
+        "from tpubench.loops import writers as metrics\n"
         f"w = metrics.TensorBoardWriter({str(tmp_path)!r})\n"
         "w.write_scalars(7, {'train/loss': 2.5})\n"
         "w.close()\n"

@@ -14,8 +14,8 @@ import pytest
 from tpubench import config as config_lib
 from tpubench import registry
 from tpubench.errors import UsageError
+from tpubench.loops import run as train
 from tpubench.loops import steps
-from tpubench.loops import supervised as train
 from tpubench.mlperf import mllog
 from workloads.minigo import gtp, match, play
 
@@ -122,6 +122,26 @@ def test_smoke_generation_runs_through_the_harness(smoke_run):
     rec = json.loads((workdir / "metrics.jsonl").read_text().splitlines()[0])
     assert 4 <= rec["positions"] <= 4 * 50 and rec["window"] == rec["positions"]
     assert rec["win_rate"] == s["final_quality"]
+
+
+def test_smoke_generation_writes_tensorboard_as_the_supervised_loop(smoke_run):
+    """MiniGo's metrics go to TensorBoard too (the writers both loops share), with the same
+    scalars and step as metrics.jsonl, and summary.json names both files.
+
+    Bites: the self-play loop writing only metrics.jsonl (its own JSONL writer, before the
+    writers were shared) leaves no events to read back."""
+    from tensorboard.backend.event_processing import event_accumulator
+
+    s, workdir = smoke_run
+    assert s["metrics"] == {"jsonl": str(workdir / "metrics.jsonl"),
+                            "tensorboard": str(workdir / "tensorboard")}
+    rec = json.loads((workdir / "metrics.jsonl").read_text().splitlines()[0])
+    acc = event_accumulator.EventAccumulator(str(workdir / "tensorboard"))
+    acc.Reload()
+    for tag in ("win_rate", "positions", "loss"):
+        events = acc.Scalars(tag)
+        assert [e.step for e in events] == [rec["step"]] == [s["steps"]]
+        assert events[0].value == pytest.approx(rec[tag], rel=1e-6)
 
 
 def test_smoke_log_carries_the_minigo_keys_and_passes_the_checker_but_for_quality(smoke_run):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tpubench import config as config_lib
-from tpubench.loops import supervised as train
+from tpubench.loops import run as train
 from tpubench.mlperf import mllog
 
 # The generation at which each seed first reaches the target (configs/mini_frozen.py).

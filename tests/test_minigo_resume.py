@@ -18,7 +18,7 @@ import pytest
 
 from tpubench import config as config_lib
 from tpubench.loops import checkpoint
-from tpubench.loops import supervised as train
+from tpubench.loops import run as train
 from tpubench.mlperf import mllog
 from workloads.minigo import match
 

@@ -242,7 +242,7 @@ def test_a_preemption_dropped_by_a_finaliser_prints_no_traceback():
     Bites: without the unraisable hook installed by `preemption.install()`, stderr holds the
     PreemptedBeforeRun traceback."""
     code = (
-        "from tpubench import preemption\n"
+        "from tpubench.loops import preemption\n"
         "preemption.install()\n"
         "class Dropped:\n"
         "    def __del__(self):\n"

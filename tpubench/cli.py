@@ -146,7 +146,7 @@ def _cmd_run(argv: list[str]) -> int:
     entry.note_division(cfg)
 
     from tpubench.loops import multirun
-    from tpubench.loops import supervised as train
+    from tpubench.loops import run as train
     from tpubench.platform import chips, compile_cache, distributed
 
     compile_cache.enable(cfg)  # before the first compile (--config.run.compile_cache=false: off)

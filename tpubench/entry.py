@@ -111,7 +111,7 @@ def main(workload_name: str, argv: Sequence[str]) -> int:
         cfg, workdir = parse(workload_name, argv)
         note_division(cfg)
 
-        from tpubench.loops import supervised as train
+        from tpubench.loops import run as train
         from tpubench.platform import compile_cache, distributed
 
         compile_cache.enable(cfg)  # before the first compile (off: run.compile_cache=false)

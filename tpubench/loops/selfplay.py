@@ -27,10 +27,12 @@ train_loop.py) runs the same cycle with separate processes: selfplay writes game
 samples `train_filter` of the positions of the last `window_size` (5) generations into a golden
 chunk and trains on it, then the new model is evaluated against the target.
 
-The harness's pieces are reused, not copied: `tpubench.loops.steps` (train state, the train step and
-the K-step dispatch), `tpubench.loops.clock`, `tpubench.mlperf.mllog`, `tpubench.loops.checkpoint`,
-`tpubench.mlperf.results` and the log header of `tpubench.loops.supervised`. A workload opts in with
-`loop = "generations"` (`tpubench.workload.Workload.loop`) by subclassing `GenerationWorkload`.
+The harness's pieces are reused, not copied: `tpubench.loops.steps` (train state, the train step
+and the K-step dispatch), `tpubench.loops.clock`, `tpubench.loops.checkpoint`, the run sequence
+and summary of `tpubench.loops.lifecycle` (the supervised loop's, so the two logs open and close
+alike) and its metric writers (metrics.jsonl and TensorBoard, one record per generation). A
+workload opts in with `loop = "generations"` (`tpubench.workload.Workload.loop`) by subclassing
+`GenerationWorkload`; `tpubench.loops.run` sends it here.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ import abc
 import collections
 import os
 import pathlib
-import time
 from typing import Any, ClassVar
 
 import jax
@@ -48,13 +49,12 @@ from flax import linen as nn
 
 from tpubench.errors import UsageError
 from tpubench.loops import checkpoint, preemption, steps
-from tpubench.loops.clock import Clock, Stopwatch, now_unix
+from tpubench.loops.clock import Clock, Stopwatch
+from tpubench.loops.lifecycle import Attempt, Outcome, say
 from tpubench.loops.progress import Progress
-from tpubench.loops.writers import JsonlWriter
-from tpubench.mlperf import mllog as mllog_lib
+from tpubench.loops.writers import ScalarWriters
 from tpubench.mlperf.mllog import constants
 from tpubench.mlperf.results import RunDir
-from tpubench.platform import chips, page_cache
 from tpubench.workload import Workload
 
 ACTUAL_GAMES_KEY = "actual_selfplay_games_per_generation"  # closed_minigo.yaml, AT_LEAST_ONE
@@ -159,8 +159,8 @@ class Window:
 
 
 def train_and_evaluate(workload: GenerationWorkload, workdir) -> dict:
-    """Run `workload` generation by generation to its target win rate (or budget); a workdir
-    holding an unfinished run's checkpoint resumes it."""
+    """Run `workload` (made by `lifecycle.create_workload`) generation by generation to its
+    target win rate (or budget); a workdir holding an unfinished run's checkpoint resumes it."""
     c = workload.config
     run = RunDir(workdir)
     run.check_not_finished()
@@ -170,17 +170,12 @@ def train_and_evaluate(workload: GenerationWorkload, workdir) -> dict:
             f"{workload.name}/{c.config_name}: run.max_generations and "
             "data.games_per_generation must be >= 1.")
     workload.check_data()
-    if jax.process_index() == 0:
-        run.prepare(resumed=resumed)
-    log = mllog_lib.RunLogger(run.log_path, enabled=jax.process_index() == 0)
-    metrics = JsonlWriter(run.path / "metrics.jsonl") if jax.process_index() == 0 else None
+    attempt = Attempt.open(workload, run, resumed)
+    attempt.metrics = ScalarWriters(run.path, enabled=jax.process_index() == 0)
     try:
-        return _run(workload, run, log, metrics, resumed)
+        return _run(attempt)
     finally:
-        log.close()
-        if metrics is not None:
-            metrics.close()
-        preemption.reset()
+        attempt.close()
 
 
 def _restore(manager, state, window: Window) -> tuple[steps.TrainState, Progress, int]:
@@ -193,23 +188,15 @@ def _restore(manager, state, window: Window) -> tuple[steps.TrainState, Progress
     return state, progress, generation
 
 
-def _run(workload: GenerationWorkload, run: RunDir, log: mllog_lib.RunLogger,
-         metrics: JsonlWriter | None, resumed: bool) -> dict:
-    from tpubench.loops.supervised import PREEMPTED_KEY, RESUME_KEY, _log_header, _say
-
+def _run(attempt: Attempt) -> dict:
+    workload, run, log, resumed = attempt.workload, attempt.run, attempt.log, attempt.resumed
+    metrics = attempt.metrics
     c = workload.config
-    platform = chips.platform_name(jax.devices())
-    t_init = time.perf_counter()
-    cleared = False
-    if not resumed:
-        cleared = bool(c.run.clear_page_cache) and page_cache.drop()
-        log.event(constants.CACHE_CLEAR, cleared)
-        log.start(constants.INIT_START)
-        _log_header(log, workload, platform)
+    attempt.begin_init()
     k, b = int(c.schedule.steps_per_generation), int(c.data.global_batch_size)
-    _say(f"[{workload.name}/{c.config_name}] init: compiling self-play "
-         f"({workload.games_per_generation} games), the train dispatch ({k} steps of {b}) and "
-         f"the evaluation match ({c.eval.games} games vs {c.eval.opponent})...")
+    say(f"[{workload.name}/{c.config_name}] init: compiling self-play "
+        f"({workload.games_per_generation} games), the train dispatch ({k} steps of {b}) and "
+        f"the evaluation match ({c.eval.games} games vs {c.eval.opponent})...")
     state = nn.meta.unbox(jax.jit(steps.boxed_init_fn(workload))(jax.random.PRNGKey(c.run.seed)))
     spec = workload.batch_spec(b, train=True)
     stacked = {n: jax.ShapeDtypeStruct((k,) + s.shape, s.dtype) for n, s in spec.items()}
@@ -224,27 +211,11 @@ def _run(workload: GenerationWorkload, run: RunDir, log: mllog_lib.RunLogger,
     if resumed:
         state, progress, generation = _restore(manager, state, window)
     else:
-        progress = Progress(cache_clear=cleared)
-        for key, value in workload.mllog_hyperparameters().items():
-            value, metadata = value if isinstance(value, tuple) else (value, None)
-            log.event(key, value, metadata=metadata)
-        log.event(constants.TRAIN_SAMPLES, workload.train_samples)
-        log.event(constants.EVAL_SAMPLES, workload.eval_samples)
-    progress.attempts += 1
-    preemption.check_before_run()
-    jax.block_until_ready(state)
-    init_s = time.perf_counter() - t_init
-    if resumed:  # on the clock (it never pauses): the outage and this re-init count
-        log.event(RESUME_KEY, progress.attempts, metadata={"step": int(state.step)})
-    else:
-        progress.init_s = init_s
-        log.end(constants.INIT_STOP)
-        progress.run_start_unix = now_unix()
-        log.start(constants.RUN_START, time_ms=round(progress.run_start_unix * 1000))
-    preemption.set_phase(preemption.RUN)
-    _say(f"[{workload.name}/{c.config_name}] init: done in {init_s:.1f} s"
-         + (f" (resumed after generation {generation}; the clock kept running)" if resumed
-            else "; the clock starts (run_start)"))
+        progress = attempt.new_progress()
+    init_s = attempt.start_run(progress, state, int(state.step))
+    say(f"[{workload.name}/{c.config_name}] init: done in {init_s:.1f} s"
+        + (f" (resumed after generation {generation}; the clock kept running)" if resumed
+           else "; the clock starts (run_start)"))
     clock = Clock(progress.run_start_unix)
     status, quality = "aborted", (progress.history[-1]["quality"] if resumed else float("nan"))
     with preemption.Flag(jax.process_count()) as preempt:
@@ -272,16 +243,15 @@ def _run(workload: GenerationWorkload, run: RunDir, log: mllog_lib.RunLogger,
             elapsed = clock.read(state)
             progress.history.append({"elapsed_s": elapsed, "samples": generation * k * b,
                                      "quality": quality, "generation": generation})
-            if metrics is not None:
-                metrics.write_scalars(generation * k, {
-                    "win_rate": quality, "positions": positions, "window": len(window),
-                    "selfplay_black_wins": float(examples["black_wins"]),
-                    "selfplay_moves": float(examples["moves"]), "eval_s": eval_s,
-                    **{n: float(np.asarray(v)) for n, v in train_metrics.items()}})
-                metrics.flush()
-            _say(f"[{workload.name}/{c.config_name}] generation {generation}: win rate "
-                 f"{quality:.3f} (target {workload.target.value}), loss "
-                 f"{float(train_metrics['loss']):.3f}, {positions} positions, at {elapsed:.1f} s")
+            metrics.write_scalars(generation * k, {
+                "win_rate": quality, "positions": positions, "window": len(window),
+                "selfplay_black_wins": float(examples["black_wins"]),
+                "selfplay_moves": float(examples["moves"]), "eval_s": eval_s,
+                **{n: float(np.asarray(v)) for n, v in train_metrics.items()}})
+            metrics.flush()
+            say(f"[{workload.name}/{c.config_name}] generation {generation}: win rate "
+                f"{quality:.3f} (target {workload.target.value}), loss "
+                f"{float(train_metrics['loss']):.3f}, {positions} positions, at {elapsed:.1f} s")
             if workload.target.reached(quality):
                 status = "success"
                 break
@@ -296,43 +266,21 @@ def _run(workload: GenerationWorkload, run: RunDir, log: mllog_lib.RunLogger,
             if preempt.reached(generation):
                 preemption.set_phase(preemption.FINISH)
                 manager.close()
-                log.event(PREEMPTED_KEY, int(state.step),
-                          metadata={"attempt": progress.attempts, "generation": generation,
-                                    "elapsed_s": round(clock.read(state), 3)})
-                _say(f"Preempted after generation {generation}: checkpoint saved. Rerun the same "
-                     "command to resume; the clock keeps running meanwhile.")
-                return {"status": "preempted", "generation": generation,
-                        "step": int(state.step), "workdir": str(run.path),
-                        "attempts": progress.attempts}
-    run_stop_unix = clock.read_unix(state)
-    preemption.set_phase(preemption.FINISH)
-    log.end(constants.RUN_STOP, metadata={"status": status}, time_ms=round(run_stop_unix * 1000))
-    run_s = run_stop_unix - progress.run_start_unix
+                result = attempt.preempted(progress, int(state.step), clock.read(state),
+                                           generation=generation)
+                say(f"Preempted after generation {generation}: checkpoint saved. Rerun the same "
+                    "command to resume; the clock keeps running meanwhile.")
+                return result
+    run_s = attempt.stop_run(status, clock, state, progress)
     # ---- untimed from here -------------------------------------------------------------------
     with manager:
         if manager.latest_step() != int(state.step):  # a resume that had nothing left to play
             checkpoint.save(manager, int(state.step), state, progress)
-    summary = {
-        "workload": workload.name, "config": c.config_name, "dataset": "selfplay",
-        "is_mlperf": bool(c.is_mlperf), "division": c.submission.division,
-        "open_reasons": list(c.submission.get("open_reasons", ()) or ()),
-        "status": status, "target": workload.target.value,
-        "target_metric": workload.target.metric, "final_quality": quality,
-        "time_to_target_s": run_s if status == "success" else None, "run_time_s": run_s,
-        "run_start_unix": progress.run_start_unix, "init_s": progress.init_s,
-        "train_s": progress.train_s, "eval_s": progress.eval_s,
-        "other_s": run_s - progress.train_s - progress.eval_s,
-        "generations": generation, "steps": int(state.step),
-        "games": generation * workload.games_per_generation, "seed": c.run.seed,
-        "opponent": c.eval.opponent, "platform": platform,
-        "process_count": jax.process_count(), "global_batch_size": b,
-        "resumed": resumed, "attempts": progress.attempts,
-        "quality_history": progress.history, "mlperf_log": str(run.log_path),
-        "jax_version": jax.__version__,
-    }
-    if jax.process_index() == 0:
-        run.write_summary(summary)
-    return summary
+    return attempt.summarize(progress, Outcome(status, quality, int(state.step), run_s), {
+        "generations": generation,
+        "games": generation * workload.games_per_generation,
+        "opponent": c.eval.opponent,
+    })
 
 
 __all__ = ["GenerationWorkload", "Window", "train_and_evaluate"]

@@ -18,12 +18,15 @@ Every clock read follows `block_until_ready` (`tpubench.loops.clock`). SIGTERM s
 and returns "preempted" (`tpubench.loops.preemption`); rerunning with the same workdir resumes from
 it, appending to the same MLPerf log, and the clock, never paused, runs from the first attempt's
 run_start to the final run_stop (docs/timing.md).
+
+The run sequence around the loop (init_start .. run_stop, resume, summary.json) is
+`tpubench.loops.lifecycle`'s, shared with the self-play loop; `tpubench.loops.run` picks the loop
+for a workload.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,42 +34,30 @@ import jax
 import ml_collections
 import numpy as np
 
-from tpubench import division, evaluation, registry
+from tpubench import evaluation
 from tpubench import mesh as mesh_lib
 from tpubench.errors import UsageError
-from tpubench.loops import checkpoint, preemption
+from tpubench.loops import checkpoint, lifecycle, preemption
 from tpubench.loops import engine as engine_lib
 from tpubench.loops import feed as data
 from tpubench.loops.cadence import Cadence, block_first_epoch, epochs_trained
-from tpubench.loops.clock import Clock, Stopwatch, now_unix
+from tpubench.loops.clock import Clock, Stopwatch
+from tpubench.loops.lifecycle import Attempt, Outcome, say
 from tpubench.loops.profiling import StepProfiler
 from tpubench.loops.progress import Progress
 from tpubench.loops.writers import RunMetrics
 from tpubench.mlperf import mllog as mllog_lib
 from tpubench.mlperf.mllog import constants
 from tpubench.mlperf.results import RunDir
-from tpubench.platform import chips, page_cache, perf
+from tpubench.platform import perf
 from tpubench.platform import sharding_report as sharding_lib
 from tpubench.workload import Workload
 
 jax.config.update("jax_threefry_partitionable", True)
 
-PREEMPTED_KEY = "tpubench_preempted"
-RESUME_KEY = "tpubench_resume"
-
 
 class Diverged(RuntimeError):
     """The loss became NaN or Inf."""
-
-
-def _log_header(log: mllog_lib.RunLogger, workload: Workload, platform: str) -> None:
-    c = workload.config
-    log.event(constants.SUBMISSION_ORG, c.submission.org)
-    suffix = "" if c.is_mlperf else f"-{c.config_name}-{c.data.dataset}"
-    log.event(constants.SUBMISSION_PLATFORM, (c.submission.platform or platform) + suffix)
-    log.event(constants.SUBMISSION_DIVISION, c.submission.division)
-    log.event(constants.SUBMISSION_STATUS, c.submission.status)
-    log.event(constants.SUBMISSION_BENCHMARK, workload.mlperf_name)
 
 
 def _evaluate(workload: Workload, eng, compiled, state, source: str
@@ -115,47 +106,56 @@ def _read_block_metrics(dispatch_metrics: list[dict[str, jax.Array]], step: int
 class RunContext:
     """What one attempt of a run works with, fixed once init is done."""
 
-    workload: Workload
-    run: RunDir
-    log: mllog_lib.RunLogger
+    attempt: Attempt  # the workload, the run directory, the log, the writers
     mesh: jax.sharding.Mesh
     cadence: Cadence
     source: str  # config.data.source
-    platform: str
-    resumed: bool
     engine: Any = None  # engine_lib.JitEngine | engine_lib.PmapEngine
     compiled: engine_lib.Compiled | None = None
     manager: Any = None  # orbax CheckpointManager
-    metrics: RunMetrics | None = None
     profiler: StepProfiler | None = None
     progress: Progress | None = None
 
     @property
+    def workload(self) -> Workload:
+        return self.attempt.workload
+
+    @property
     def config(self) -> ml_collections.ConfigDict:
-        return self.workload.config
+        return self.attempt.config
 
+    @property
+    def run(self) -> RunDir:
+        return self.attempt.run
 
-@dataclasses.dataclass(frozen=True)
-class Outcome:
-    """How the timed region ended."""
+    @property
+    def log(self) -> mllog_lib.RunLogger:
+        return self.attempt.log
 
-    status: str  # "success" | "aborted"
-    error: str | None
-    quality: float
-    step: int
-    run_s: float
+    @property
+    def resumed(self) -> bool:
+        return self.attempt.resumed
+
+    @property
+    def metrics(self) -> RunMetrics | None:
+        return self.attempt.metrics
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
-    """Run `config`'s workload to its target (or budget) in `workdir`; returns the summary."""
-    preemption.set_phase(preemption.INIT)
+    """Run `config`'s workload, a supervised one, to its target (or budget) in `workdir`;
+    returns the summary. `tpubench.loops.run.train_and_evaluate` runs any workload."""
+    workload = lifecycle.create_workload(config)
+    if workload.loop == "generations":
+        raise UsageError(
+            f"{workload.name} trains by the {workload.loop!r} loop, not the supervised one: "
+            "run it with tpubench.loops.run.train_and_evaluate (what `tpubench run` calls).")
+    return train_workload(workload, workdir)
+
+
+def train_workload(workload: Workload, workdir) -> dict:
+    """The supervised loop for `workload` (made by `lifecycle.create_workload`) in `workdir`."""
+    config = workload.config
     # ---- validate everything before any compute ------------------------------------------------
-    if config.run.get("profile_steps", 0) and config.get("is_mlperf", False):
-        division.apply(config, ["profile_steps"], True)  # a config built without config.load
-    workload = registry.create(config)
-    if workload.loop == "generations":  # self-play reinforcement learning (MiniGo)
-        from tpubench.loops import selfplay as generations
-        return generations.train_and_evaluate(workload, workdir)
     run = RunDir(workdir)
     run.check_not_finished()
     source = config.data.source
@@ -170,20 +170,14 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
             "--config.eval.samples=N (e.g. one eval batch); real data sets count it themselves.")
     cadence = Cadence.from_config(config, workload.train_samples)
     start_step = checkpoint.latest_step(workdir)
-    if jax.process_index() == 0:
-        run.prepare(resumed=start_step is not None)
-    log = mllog_lib.RunLogger(run.log_path, enabled=jax.process_index() == 0)
-    ctx = RunContext(workload, run, log, mesh, cadence, source,
-                     chips.platform_name(jax.devices()), resumed=start_step is not None)
+    ctx = RunContext(Attempt.open(workload, run, resumed=start_step is not None),
+                     mesh, cadence, source)
     try:
         return _run(ctx, start_step or 0)
     finally:
-        log.close()
-        if ctx.metrics is not None:
-            ctx.metrics.close()
         if ctx.profiler is not None:
             ctx.profiler.stop()
-        preemption.reset()
+        ctx.attempt.close()
 
 
 def _dispatch_sizes(cadence: Cadence, step: int) -> Iterator[int]:
@@ -204,22 +198,16 @@ def _dispatch_end_steps(cadence: Cadence, step: int) -> Iterator[int]:
 def _run(ctx: RunContext, step: int) -> dict:
     """Init (untimed unless resuming), then the loop. `step`: the restored checkpoint's step (no
     device read of the state), 0 for a fresh run."""
-    c, log, cadence = ctx.config, ctx.log, ctx.cadence
-    t_init = time.perf_counter()
-    cleared = False
-    if not ctx.resumed:
-        cleared = bool(c.run.clear_page_cache) and page_cache.drop()
-        log.event(constants.CACHE_CLEAR, cleared)
-        log.start(constants.INIT_START)
-        _log_header(log, ctx.workload, ctx.platform)
+    c, cadence = ctx.config, ctx.cadence
+    ctx.attempt.begin_init()
     remainders = cadence.remainder_sizes(step)
     if c.eval.get("target_provisional", False):
-        _say(f"[{ctx.workload.name}/{c.config_name}] note: this config's target is provisional: "
-             "not every measured run has reached it (the config's docstring says which)")
-    _say(f"[{ctx.workload.name}/{c.config_name}] init: mesh {dict(ctx.mesh.shape)}, "
-         f"{c.run.parallelism}; compiling the train dispatch (K={cadence.steps_per_dispatch} steps"
-         + (f"; and {len(remainders)} remainder size(s) {list(remainders)}" if remainders else "")
-         + ") and the eval step...")
+        say(f"[{ctx.workload.name}/{c.config_name}] note: this config's target is provisional: "
+            "not every measured run has reached it (the config's docstring says which)")
+    say(f"[{ctx.workload.name}/{c.config_name}] init: mesh {dict(ctx.mesh.shape)}, "
+        f"{c.run.parallelism}; compiling the train dispatch (K={cadence.steps_per_dispatch} steps"
+        + (f"; and {len(remainders)} remainder size(s) {list(remainders)}" if remainders else "")
+        + ") and the eval step...")
     ctx.engine = engine_lib.create(ctx.workload, ctx.mesh)
     sharding_lib.write(ctx.run.path, ctx.engine)
     ctx.compiled = ctx.engine.compile(cadence.steps_per_dispatch,
@@ -232,33 +220,15 @@ def _run(ctx: RunContext, step: int) -> dict:
         state = ctx.engine.from_checkpoint(state)
     else:
         state = ctx.engine.init_state(c.run.seed)
-        progress = Progress(cache_clear=cleared)
-        for key, value in ctx.workload.mllog_hyperparameters().items():
-            value, metadata = value if isinstance(value, tuple) else (value, None)
-            log.event(key, value, metadata=metadata)
-        log.event(constants.TRAIN_SAMPLES, ctx.workload.train_samples)
-        log.event(constants.EVAL_SAMPLES, ctx.workload.eval_samples)
+        progress = ctx.attempt.new_progress()
     writer = jax.process_index() == 0
-    ctx.metrics = RunMetrics(ctx.run.path, ctx.workload, _dispatch_end_steps(cadence, step),
-                             enabled=writer)
+    ctx.attempt.metrics = RunMetrics(ctx.run.path, ctx.workload,
+                                     _dispatch_end_steps(cadence, step), enabled=writer)
     ctx.profiler = StepProfiler(ctx.run.path, c.run.get("profile_steps", 0), enabled=writer)
-    progress.attempts += 1
-    preemption.check_before_run()
-    jax.block_until_ready(state)
-    init_s = time.perf_counter() - t_init
-    if ctx.resumed:
-        # On the clock (it never pauses): the outage and this re-init count.
-        log.event(RESUME_KEY, progress.attempts, metadata={"step": step})
-        preemption.set_phase(preemption.RUN)
-    else:
-        progress.init_s = init_s
-        log.end(constants.INIT_STOP)
-        preemption.set_phase(preemption.RUN)
-        progress.run_start_unix = now_unix()
-        log.start(constants.RUN_START, time_ms=round(progress.run_start_unix * 1000))
-    _say(f"[{ctx.workload.name}/{c.config_name}] init: done in {init_s:.1f} s"
-         + (f" (resumed at step {step}; the clock kept running)" if ctx.resumed
-            else "; the clock starts (run_start)"))
+    init_s = ctx.attempt.start_run(progress, state, step)
+    say(f"[{ctx.workload.name}/{c.config_name}] init: done in {init_s:.1f} s"
+        + (f" (resumed at step {step}; the clock kept running)" if ctx.resumed
+           else "; the clock starts (run_start)"))
     return _loop(ctx, state, progress, Clock(progress.run_start_unix), step)
 
 
@@ -368,9 +338,9 @@ def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -
                 else:
                     progress.history.append(
                         {"elapsed_s": elapsed, "samples": step * gbs, "quality": quality})
-                _say(f"[{workload.name}/{c.config_name}] step {step} epoch {epoch}: "
-                     f"{workload.target.metric} {shown} (target {target_shown}) "
-                     f"at {elapsed:.1f} s")
+                say(f"[{workload.name}/{c.config_name}] step {step} epoch {epoch}: "
+                    f"{workload.target.metric} {shown} (target {target_shown}) "
+                    f"at {elapsed:.1f} s")
                 if reached:
                     status = "success"
                     break
@@ -386,20 +356,11 @@ def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -
             if feed is not None:
                 feed.close()
             ctx.profiler.stop(state)
-    run_stop_unix = clock.read_unix(state)
-    preemption.set_phase(preemption.FINISH)
-    log.end(constants.RUN_STOP, metadata={"status": status},
-            time_ms=round(run_stop_unix * 1000))
-    run_s = run_stop_unix - progress.run_start_unix
+    run_s = ctx.attempt.stop_run(status, clock, state, progress)
     # ---- untimed from here -------------------------------------------------------------------
     _save(ctx, state, progress, step)
     ctx.manager.close()
-    return _summarize(ctx, progress, Outcome(status, error, quality, step, run_s))
-
-
-def _say(message: str) -> None:
-    if jax.process_index() == 0:
-        print(message, flush=True)
+    return _summarize(ctx, progress, Outcome(status, quality, step, run_s, error))
 
 
 def _save(ctx: RunContext, state, progress: Progress, step: int) -> None:
@@ -412,12 +373,10 @@ def _preempt(ctx: RunContext, state, progress: Progress, clock: Clock, step: int
     ctx.profiler.stop(state)
     _save(ctx, state, progress, step)
     ctx.manager.close()
-    ctx.log.event(PREEMPTED_KEY, step, metadata={"attempt": progress.attempts,
-                                                 "elapsed_s": round(elapsed, 3)})
-    _say(f"Preempted at step {step} ({elapsed:.1f} s on the clock): checkpoint saved. Rerun the "
-         "same command to resume; the clock keeps running meanwhile (MLPerf never pauses it).")
-    return {"status": "preempted", "step": step, "workdir": str(ctx.run.path),
-            "attempts": progress.attempts}
+    result = ctx.attempt.preempted(progress, step, elapsed)
+    say(f"Preempted at step {step} ({elapsed:.1f} s on the clock): checkpoint saved. Rerun the "
+        "same command to resume; the clock keeps running meanwhile (MLPerf never pauses it).")
+    return result
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -426,58 +385,23 @@ def _finite_or_none(x: float) -> float | None:
 
 
 def _summarize(ctx: RunContext, progress: Progress, outcome: Outcome) -> dict:
-    c, workload, step, run_s = ctx.config, ctx.workload, outcome.step, outcome.run_s
-    train_s, eval_s = progress.train_s, progress.eval_s
+    """summary.json: the lifecycle's keys and the supervised loop's own (data, throughput,
+    FLOPs, the mesh, the profile and sharding report)."""
+    c, step, train_s = ctx.config, outcome.steps, progress.train_s
     samples = step * c.data.global_batch_size
     peak = perf.peak_flops(jax.devices(), c.model.dtype)
     flops = ctx.compiled.flops_per_step
-    summary = {
-        "workload": workload.name,
-        "config": c.config_name,
-        "dataset": c.data.dataset,
+    return ctx.attempt.summarize(progress, outcome, {
         "data_source": c.data.source,
-        "is_mlperf": bool(c.is_mlperf),
-        "division": c.submission.division,
-        "open_reasons": list(c.submission.get("open_reasons", ()) or ()),
-        "status": outcome.status,
-        "error": outcome.error,
-        "target": workload.target.value,
-        "target_metric": workload.target.metric,
-        "target_provisional": bool(c.eval.get("target_provisional", False)),
-        "final_quality": outcome.quality,
-        "time_to_target_s": run_s if outcome.status == "success" else None,
-        "run_time_s": run_s,
-        "run_start_unix": progress.run_start_unix,
-        "init_s": progress.init_s,
-        "train_s": train_s,
-        "eval_s": eval_s,
-        # On the clock but neither training nor eval: input start-up (input_start_s: opening
-        # the dataset; the in-memory minis read it here), host work between blocks (metrics,
-        # logs), checkpoints on the eval cadence, and for resumed runs the outage and re-init.
-        "other_s": run_s - train_s - eval_s,
+        # A part of other_s: opening the dataset (the in-memory minis read it here).
         "input_start_s": progress.input_start_s,
         "train_examples_per_s": samples / train_s if train_s else 0.0,
         "flops_per_step": flops,
         "mfu": _finite_or_none(perf.mfu(flops, step, train_s, peak)),
         "peak_flops": peak,
-        "steps": step,
         "samples": samples,
-        "seed": c.run.seed,
-        "resumed": bool(ctx.resumed),
-        "attempts": progress.attempts,
-        "cache_clear": bool(progress.cache_clear),
-        "platform": ctx.platform,
-        "process_count": jax.process_count(),
         "parallelism": c.run.parallelism,
         "mesh": dict(ctx.mesh.shape),
-        "global_batch_size": c.data.global_batch_size,
-        "quality_history": progress.history,
-        "mlperf_log": str(ctx.run.log_path),
-        "metrics": ctx.metrics.files(),
         "profile": ctx.profiler.files(),
-        "jax_version": jax.__version__,
         "sharding_report": str(ctx.run.path / sharding_lib.JSON_NAME),
-    }
-    if jax.process_index() == 0:
-        ctx.run.write_summary(summary)
-    return summary
+    })

@@ -9,6 +9,7 @@ files under `<workdir>/tensorboard/` (`tensorboard --logdir <workdir>/tensorboar
     train/examples_per_s             per block (the dispatches between two evals), on the block's
                                      last record: samples / the block's stopwatch
     eval/<target metric>, eval/time_s  one record per eval
+    (self-play, `tpubench.loops.selfplay`: one record per generation, the same two files)
 
 Nothing here reads the device inside a block: the loop reads every dispatch's metrics in one host
 read after the block's stopwatch has waited for them (so the read never stalls the device), one
@@ -106,18 +107,15 @@ def learning_rates(workload: Any, steps: Sequence[int]) -> dict[int, float]:
     return dict(zip(steps, values.tolist(), strict=True))
 
 
-class RunMetrics:
-    """The run's metric files; a no-op on every process but 0 (`enabled=False`)."""
+class ScalarWriters:
+    """The run's metric files, metrics.jsonl and TensorBoard, fed the same scalars; a no-op on
+    every process but 0 (`enabled=False`). Both loops write through it."""
 
-    def __init__(self, workdir: str | os.PathLike, workload: Any, record_steps: Iterable[int],
-                 enabled: bool = True):
+    def __init__(self, workdir: str | os.PathLike, enabled: bool = True):
         self.enabled = enabled
         self.workdir = pathlib.Path(workdir)
-        self.eval_key = f"eval/{workload.target.metric}"
         self._writers: list[Any] = []
-        self._lr: dict[int, float] = {}
         if enabled:
-            self._lr = learning_rates(workload, [max(0, s - 1) for s in record_steps])
             self._writers = [JsonlWriter(self.workdir / JSONL_NAME),
                              TensorBoardWriter(self.workdir / TENSORBOARD_DIR)]
 
@@ -128,9 +126,33 @@ class RunMetrics:
         return {"jsonl": str(self.workdir / JSONL_NAME),
                 "tensorboard": str(self.workdir / TENSORBOARD_DIR)}
 
-    def _write(self, step: int, scalars: Mapping[str, float]) -> None:
+    def write_scalars(self, step: int, scalars: Mapping[str, float]) -> None:
+        """One record of `scalars` at `step` in every file."""
         for w in self._writers:
             w.write_scalars(step, scalars)
+
+    def flush(self) -> None:
+        """Flush every file (a person watching sees the record now)."""
+        for w in self._writers:
+            w.flush()
+
+    def close(self) -> None:
+        """Close every file (idempotent)."""
+        for w in self._writers:
+            w.close()
+        self._writers = []
+
+
+class RunMetrics(ScalarWriters):
+    """The supervised loop's records (above): one per dispatch, one per eval."""
+
+    def __init__(self, workdir: str | os.PathLike, workload: Any, record_steps: Iterable[int],
+                 enabled: bool = True):
+        self.eval_key = f"eval/{workload.target.metric}"
+        self._lr: dict[int, float] = {}
+        if enabled:
+            self._lr = learning_rates(workload, [max(0, s - 1) for s in record_steps])
+        super().__init__(workdir, enabled)
 
     def train_block(self, dispatches: Sequence[tuple[int, Mapping[str, Any]]],
                     examples_per_s: float) -> None:
@@ -143,24 +165,15 @@ class RunMetrics:
             scalars["train/learning_rate"] = self._lr[max(0, step - 1)]
             if i == len(dispatches) - 1:
                 scalars["train/examples_per_s"] = examples_per_s
-            self._write(step, scalars)
+            self.write_scalars(step, scalars)
 
     def eval(self, step: int, quality: float | Mapping[str, float], seconds: float) -> None:
         """One record per eval (a dict quality: one scalar per metric)."""
         if self.enabled:
             values = ({f"eval/{k}": v for k, v in quality.items()}
                       if isinstance(quality, Mapping) else {self.eval_key: quality})
-            self._write(step, {**values, "eval/time_s": seconds})
+            self.write_scalars(step, {**values, "eval/time_s": seconds})
             self.flush()
-
-    def flush(self) -> None:
-        for w in self._writers:
-            w.flush()
-
-    def close(self) -> None:
-        for w in self._writers:
-            w.close()
-        self._writers = []
 
 
 def _scalar(value: Any) -> float:
