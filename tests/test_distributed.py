@@ -116,7 +116,7 @@ def test_initialize_after_a_computation_is_a_usage_error():
 
 
 def test_processes_disagreeing_on_the_count_all_fail_with_usage_error(repo_root, tmp_path):
-    code = ("from tpubench import distributed, errors\n"
+    code = ("from tpubench import errors\nfrom tpubench.platform import distributed\n"
             "try:\n    distributed.initialize_from_env()\n"
             "except errors.UsageError as e:\n    print('USAGE:', e); raise SystemExit(2)\n")
     port = free_port()

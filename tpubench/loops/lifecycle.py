@@ -33,14 +33,10 @@ from tpubench.loops.clock import Clock, now_unix
 from tpubench.loops.progress import Progress
 from tpubench.loops.writers import ScalarWriters
 from tpubench.mlperf import mllog as mllog_lib
-from tpubench.mlperf.mllog import constants
+from tpubench.mlperf.mllog import PREEMPTED_KEY, RESUME_KEY, constants
 from tpubench.mlperf.results import RunDir
 from tpubench.platform import chips, page_cache
 from tpubench.workload import Workload
-
-# tpubench's own log keys (read back by `tpubench.report.logs`).
-PREEMPTED_KEY = "tpubench_preempted"
-RESUME_KEY = "tpubench_resume"
 
 
 def say(message: str) -> None:
@@ -225,5 +221,5 @@ def build_summary(attempt: Attempt, progress: Progress, outcome: Outcome) -> dic
     }
 
 
-__all__ = ["PREEMPTED_KEY", "RESUME_KEY", "Attempt", "Outcome", "build_summary",
+__all__ = ["Attempt", "Outcome", "build_summary",
            "create_workload", "log_header", "say"]

@@ -18,6 +18,11 @@ from mlperf_logging.mllog import constants, mllog
 
 from tpubench.mlperf import rules
 
+# tpubench's own log keys: a preempted attempt's last line, and each resume's first (written by
+# `tpubench.loops.lifecycle`, read back by `tpubench.report.logs`).
+PREEMPTED_KEY = "tpubench_preempted"
+RESUME_KEY = "tpubench_resume"
+
 __all__ = ["RunLogger", "ComplianceResult", "check_compliance", "constants"]
 
 

@@ -26,11 +26,10 @@ import pathlib
 import re
 from typing import Any
 
+from tpubench.mlperf.mllog import PREEMPTED_KEY, RESUME_KEY
 from tpubench.report.targets import QualityTarget, target_for
 
 MLLOG_PREFIX = ":::MLLOG"
-PREEMPTED_KEY = "tpubench_preempted"
-RESUME_KEY = "tpubench_resume"
 
 
 @dataclasses.dataclass(frozen=True)
