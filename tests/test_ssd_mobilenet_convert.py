@@ -84,7 +84,7 @@ def _reference_forward(c: dict[str, np.ndarray], x: np.ndarray, w,
     bias or depthwise * scale + bias, ReLU6, TF SAME padding; per map the 1x1 heads' raw
     outputs as TF reshapes them: [B, H * W * anchors, 4] codes (ty, tx, th, tw), and logits.
     `taps`, if given, gets every conv's pre-activation, heads last
-    (what the residual probe read, CHANGELOG 2026-12-03)."""
+    (what the residual probe read, CHANGELOG 2026-12-04)."""
 
     def conv(x, k, stride, groups=1):
         return jax.lax.conv_general_dilated(x, k, (stride, stride), "SAME",
@@ -148,7 +148,7 @@ def test_converted_frozen_graph_computes_the_reference_networks_outputs(tmp_path
 
     The residual this test once had (up to 9.8e-3, measured by the session that wrote it, at
     made kernels of std 0.5) was float32 rounding amplified by those weights, not a mismatch.
-    The residual probe (run 2026-12-02 at kernel std 0.5; deleted, CHANGELOG 2026-12-03): the
+    The residual probe (run 2026-12-02 at kernel std 0.5; deleted, CHANGELOG 2026-12-04): the
     float32 reference differs from its own float64 run as much (up to 1.0e-3 of a map's
     largest value; ours vs it 6.9e-4); its error grows from 1e-7 of a conv's largest
     pre-activation at the first conv to 1e-3 at the heads, as std-0.5 kernels push the
