@@ -86,7 +86,8 @@ def test_mini_runs_are_reported_apart_and_never_as_mlperf_results(runs_dir, tmp_
     stdout = _run_cli([str(runs_dir), f"--out={out}"])
     mlperf_part, mini_part = stdout.split("## Mini and smoke runs (not MLPerf results)")
     assert "1xcpu" not in mlperf_part
-    assert "| resnet [mini] | 1xcpu | is_mlperf false (config mini) | 2 | 1/2 |" in mini_part
+    assert ("| resnet [mini] | 1xcpu | mini: config 'mini' is not an MLPerf config (is_mlperf "
+            "false) | 2 | 1/2 | 1 (0 NaN) |") in mini_part
     report = json.loads((out / "report.json").read_text())
     assert [r["system"] for r in report["results"]] == ["4096xTPU_v3"]
     assert len(report["mini_runs_not_mlperf"]) == 2

@@ -3,7 +3,9 @@
 Scores every system and benchmark under RESULTS_DIR by the MLPerf Training v0.7 rules, checks
 each log with the official compliance checker, prints the Markdown tables, and writes
 `report.md`, `report.json` and PNG plots to --out (with --html also `report.html`: the tables
-and the plots inlined in one self-contained page).
+and the plots inlined in one self-contained page). Run workdirs also get one row each (status,
+examples/s, MFU, compliance, why not MLPerf) and, per workload, `curves_<workload>.png`: quality,
+training loss and examples/s against time, with the points in `curves_<workload>.csv`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import pathlib
 import sys
 
 from tpubench.errors import UsageError
-from tpubench.report import compare, plots, profiles, tables
+from tpubench.report import compare, curves, plots, profiles, tables
+from tpubench.report import runs as runs_lib
 from tpubench.report.compliance import ComplianceCache, check_runs
 from tpubench.report.tree import ResultsTree, load_tree, rescore
 
@@ -95,6 +98,27 @@ def _plots(tree: ResultsTree, trees: list[ResultsTree], out: pathlib.Path) -> li
                                                      per_chip=True))
     if tree.mini_runs:
         written.append(plots.plot_mini_curves(tree.mini_runs, out / "quality_mini.png"))
+    return written + _train_curves(workdir_runs(tree), out)
+
+
+def workdir_runs(tree: ResultsTree) -> list:
+    """The tree's runs that come from run workdirs (summary.json), MLPerf and mini."""
+    return [r for r in tree.all_runs() if r.workdir_run]
+
+
+def _train_curves(runs: list, out: pathlib.Path) -> list[pathlib.Path]:
+    """Per workload with metrics.jsonl: curves_<workload>.png (quality, loss, examples/s
+    against time) and curves_<workload>.csv (the loss/throughput points plotted)."""
+    written = []
+    for workload in sorted({r.benchmark for r in runs if r.metrics_path}):
+        group = sorted((r for r in runs if r.benchmark == workload),
+                       key=lambda r: (r.config, r.path))
+        names = runs_lib.unique_names(group)
+        points = {n: curves.train_curve(r) for n, r in zip(names, group, strict=True)}
+        written.append(plots.plot_train_curves(
+            group, points, names, out / f"curves_{workload}.png",
+            f"{workload}: quality, training loss and examples/s vs time, every run workdir"))
+        written.append(curves.write_csv(points, out / f"curves_{workload}.csv"))
     return written
 
 
@@ -114,6 +138,7 @@ def main(argv: list[str]) -> int:
         mine.results, mine.mini_runs, f"MLPerf Training v0.7 results: {mine.label}",
         show_source=len({r.source for r in mine.results}) > 1,
         open_results=mine.open_results, not_scored=mine.not_scored,
+        workdir_runs=workdir_runs(mine),
     )
     if published:
         report += "\n" + compare.comparison_markdown(mine, published, per_chip=args.per_chip)

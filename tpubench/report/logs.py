@@ -30,6 +30,7 @@ from tpubench.mlperf.mllog import PREEMPTED_KEY, RESUME_KEY
 from tpubench.report.targets import QualityTarget, target_for
 
 MLLOG_PREFIX = ":::MLLOG"
+METRICS_NAME = "metrics.jsonl"  # what tpubench.loops.writers writes (a layer above this one)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +70,16 @@ class Run:
     preempted_at_step: int | None = None  # set when the log ends preempted
     not_scored: str = ""
     format_problem: str = ""
+    logged_platform: str = ""  # the log's submission_platform (a mini's names its config)
+    # What only a workdir's summary.json says (`run_from_workdir`; None/"" for a bare log).
+    workdir_run: bool = False
+    not_mlperf: str = ""  # why its config is not an MLPerf config ("" when it is)
+    mini: bool = False  # a mini/smoke config (is_mlperf false, no open_reasons)
+    error: str = ""  # why the run stopped, when the loop said (e.g. the loss became NaN)
+    examples_per_s: float | None = None
+    mfu: float | None = None
+    run_start_unix: float | None = None
+    metrics_path: str | None = None  # its metrics.jsonl, when there is one
 
     @property
     def resumed(self) -> bool:
@@ -176,6 +187,7 @@ def run_from_log(
     """
     records = read_mllog(path)
     bench_rec = _first(records, "submission_benchmark")
+    platform = str((_first(records, "submission_platform") or {}).get("value") or "")
     benchmark = str((bench_rec or {}).get("value") or benchmark or "unknown")
     division = str((_first(records, "submission_division") or {}).get("value") or "").lower()
     start, stop = _first(records, "run_start"), _first(records, "run_stop")
@@ -211,6 +223,7 @@ def run_from_log(
         final_quality=curve[-1].quality if curve else None, is_mlperf=is_mlperf,
         log_path=os.fspath(path), attempts=attempts, division=division,
         preempted_at_step=None if stop is not None else preempted_at, format_problem=problem,
+        logged_platform=platform,
     )
 
 
@@ -242,8 +255,51 @@ def run_from_workdir(summary_path: str | os.PathLike) -> Run:
     open_division = base is not None and base.division == "open"
     is_mlperf = bool(summary.get("is_mlperf", False)) and not open_division
     if is_mlperf:
-        return _mlperf_run(summary, workdir, system, base)
-    return _other_run(summary, workdir, system, base, open_division)
+        run = _mlperf_run(summary, workdir, system, base)
+    else:
+        run = _other_run(summary, workdir, system, base, open_division)
+    return _with_summary_facts(run, summary, workdir, base)
+
+
+def _number(value: Any) -> float | None:
+    """A summary's number, or None (null, missing, or not a number)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _with_summary_facts(run: Run, summary: dict, workdir: pathlib.Path, base: Run | None) -> Run:
+    """`run` with what only summary.json says: why it is not MLPerf, the loop's error,
+    throughput, MFU, the clock's start and its metrics.jsonl."""
+    metrics = summary.get("metrics") if isinstance(summary.get("metrics"), dict) else {}
+    # The workdir may have moved since the run: look beside summary.json, by the file's name.
+    jsonl = workdir / pathlib.Path(str(metrics.get("jsonl") or METRICS_NAME)).name
+    run.workdir_run = True
+    run.not_mlperf = "" if run.is_mlperf else _not_mlperf_reason(summary, base)
+    run.mini = not summary.get("is_mlperf") and not summary.get("open_reasons")
+    run.error = str(summary.get("error") or "")
+    run.examples_per_s = _number(summary.get("train_examples_per_s"))
+    run.mfu = _number(summary.get("mfu"))
+    run.run_start_unix = _number(summary.get("run_start_unix"))
+    run.metrics_path = os.fspath(jsonl) if jsonl.is_file() else None
+    return run
+
+
+def _not_mlperf_reason(summary: dict, base: Run | None) -> str:
+    """Why a workdir's config is not an MLPerf config: its open_reasons (an MLPerf config that
+    overrides took out of closed division), its log (open although the summary says MLPerf),
+    or, for a mini/smoke config, that it is one (its own data set and target)."""
+    reasons = [str(r) for r in summary.get("open_reasons") or []]
+    if reasons:
+        return "open division: " + "; ".join(reasons)
+    if summary.get("is_mlperf"):
+        return ("open division in its log although summary.json says is_mlperf (the log "
+                "decides)")
+    facts = ["is_mlperf false"]
+    if summary.get("dataset"):
+        facts.append(f"data set {summary['dataset']}")
+    if base is not None and base.logged_platform:
+        facts.append(f"log platform {base.logged_platform}")
+    return (f"mini: config {str(summary.get('config') or '?')!r} is not an MLPerf config "
+            f"({'; '.join(facts)})")
 
 
 def _mlperf_run(summary: dict, workdir: pathlib.Path, system: str, base: Run | None) -> Run:
@@ -308,15 +364,6 @@ def _other_run(
         run.status, run.preempted_at_step = "unfinished", base.preempted_at_step
         run.not_scored = unfinished_reason(run)
     return run
-
-
-def why_not_mlperf(run: Run) -> str:
-    """Why a workdir run is reported apart from MLPerf results ('' for an MLPerf run)."""
-    if run.is_mlperf:
-        return ""
-    if run.division == "open":
-        return "open division in its log (a closed-division setting was changed)"
-    return f"is_mlperf false (config {run.config or '?'})"
 
 
 def _summary_target(summary: dict) -> QualityTarget | None:

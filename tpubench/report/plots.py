@@ -2,7 +2,9 @@
 
 - quality against time for every run of a benchmark, one panel per system, with the target line;
 - time to target per system (one panel per benchmark, log scale), optionally per chip;
-- performance profiles (AlgoPerf-style), drawn from `profiles.PerformanceProfiles`.
+- performance profiles (AlgoPerf-style), drawn from `profiles.PerformanceProfiles`;
+- per workload, quality, training loss and examples/s against time for every run workdir
+  (`curves`: from each run's metrics.jsonl).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from tpubench.report.curves import TrainPoint  # noqa: E402
 from tpubench.report.logs import Run  # noqa: E402
 from tpubench.report.scoring import BenchmarkResult  # noqa: E402
 
@@ -147,5 +150,43 @@ def plot_profiles(
     ax.legend(fontsize=7, loc="lower right")
     if title:
         ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_train_curves(
+    runs: Sequence[Run], curves: dict[str, list[TrainPoint]], names: Sequence[str],
+    path: str | os.PathLike, title: str = "",
+) -> pathlib.Path:
+    """Three panels side by side, minutes since run_start on every x axis: quality (target
+    dotted red), training loss and examples/s, one line per run (`names[i]` labels `runs[i]`;
+    `curves[name]` are its metrics.jsonl points). Runs that did not converge are dashed."""
+    fig, (q_ax, loss_ax, rate_ax) = plt.subplots(1, 3, figsize=(13.0, 3.4))
+    for i, (run, name) in enumerate(zip(runs, names, strict=True)):
+        # One colour per run in all three panels; a run that did not converge is dashed.
+        style = {"color": plt.get_cmap("tab10")(i % 10), "marker": ".", "markersize": 3,
+                 "linewidth": 1, "label": name if i < 10 else None,
+                 **({"linestyle": "--"} if not run.converged else {})}
+        series = [[(p.elapsed_min, p.quality) for p in run.curve]]
+        points = curves.get(name, [])
+        series += [[(p.minutes, getattr(p, field)) for p in points
+                    if getattr(p, field) is not None] for field in ("loss", "examples_per_s")]
+        for ax, xy in zip((q_ax, loss_ax, rate_ax), series, strict=True):
+            if xy:
+                ax.plot(*zip(*xy, strict=True), **style)
+    targets = {r.target.primary_threshold: r.target for r in runs if r.target is not None}
+    for threshold in sorted(targets):  # a mini's own target and MLPerf's may differ
+        q_ax.axhline(threshold, color="red", linewidth=1, linestyle=":",
+                     label=f"target {threshold:g}")
+    target = next(iter(targets.values()), None)
+    for ax, label in ((q_ax, target.metric if target else "quality"),
+                      (loss_ax, "training loss"), (rate_ax, "training examples/s")):
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("minutes since run_start")
+        ax.grid(alpha=0.3)
+    if q_ax.lines:
+        q_ax.legend(fontsize=6, loc="lower right")
+    if title:
+        fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return _save(fig, path)

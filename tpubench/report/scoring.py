@@ -16,6 +16,7 @@ runs are averaged in, never discarded.
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 
 from tpubench.mlperf import rules
@@ -186,15 +187,20 @@ def score_runs(result: BenchmarkResult) -> BenchmarkResult:
 
 
 def mini_summary(runs: list[Run]) -> dict:
-    """What a group of mini/smoke runs says (never an MLPerf score): successes, median time."""
+    """What a group of mini/smoke runs says (never an MLPerf score): successes, median time,
+    the best final quality among the finite ones (a NaN run never hides another run's value:
+    max() over a list holding NaN depends on its order) and how many runs aborted or ended NaN."""
     times = [r.minutes for r in runs if r.converged and r.minutes is not None]
     finals = [r.final_quality for r in runs if r.final_quality is not None]
+    finite = [q for q in finals if math.isfinite(q)]
     lower_is_better = bool(runs and runs[0].target and not runs[0].target.higher_is_better)
-    best = (min if lower_is_better else max)(finals) if finals else None
+    best = (min if lower_is_better else max)(finite) if finite else None
     return {
         "runs": len(runs),
         "reached_target": sum(bool(r.reached_target) for r in runs),
         "median_time_to_target_s": statistics.median(times) * 60.0 if times else None,
         "best_final_quality": best,
         "target": runs[0].target.describe() if runs and runs[0].target else "",
+        "aborted_runs": sum(r.status == "aborted" for r in runs),
+        "nan_runs": len(finals) - len(finite),
     }

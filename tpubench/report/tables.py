@@ -12,7 +12,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from tpubench.mlperf import rules
-from tpubench.report.logs import Run, why_not_mlperf
+from tpubench.report.logs import Run
+from tpubench.report.runs import finite, run_facts, runs_table, why_not_mlperf
 from tpubench.report.scoring import BenchmarkResult, mini_summary
 from tpubench.report.targets import target_for
 
@@ -64,22 +65,30 @@ def benchmark_table(results: list[BenchmarkResult], show_source: bool = False) -
     return "\n".join(lines)
 
 
+def _best_cell(s: dict) -> str:
+    """The best finite final quality, and how many NaN runs it leaves out."""
+    best = _fmt(s["best_final_quality"], 4)
+    return best + (f" ({s['nan_runs']} NaN left out)" if s["nan_runs"] else "")
+
+
 def mini_table(runs: list[Run]) -> str:
-    """A Markdown table of runs that are not MLPerf, grouped by workload, config and platform."""
+    """A Markdown table of runs that are not MLPerf, grouped by workload, config, platform and
+    why their config is not MLPerf (a mini, or an open-division run's reasons)."""
     groups: dict[tuple[str, str, str, str], list[Run]] = defaultdict(list)
     for run in runs:
-        groups[(run.benchmark, run.config, run.system, why_not_mlperf(run))].append(run)
+        groups[(run.benchmark, run.config, run.system, run.not_mlperf)].append(run)
     head = ["workload [config] (not MLPerf)", "platform", "why not MLPerf", "runs",
-            "reached target", "median time to target (s)", "best final quality", "target",
-            "resumed runs"]
+            "reached target", "aborted (NaN)", "median time to target (s)",
+            "best final quality", "target", "resumed runs"]
     lines = [_row(head), _row(["---"] * len(head))]
     for (workload, config, platform, why), group in sorted(groups.items()):
         s = mini_summary(group)
         resumed = [r for r in group if r.resumed]
         lines.append(_row([
-            f"{workload} [{config or '?'}]", platform, why, s["runs"],
-            f"{s['reached_target']}/{s['runs']}", _fmt(s["median_time_to_target_s"], 1),
-            _fmt(s["best_final_quality"], 4), s["target"] or "?",
+            f"{workload} [{config or '?'}]", platform, why or why_not_mlperf(group[0]),
+            s["runs"], f"{s['reached_target']}/{s['runs']}",
+            f"{s['aborted_runs']} ({s['nan_runs']} NaN)",
+            _fmt(s["median_time_to_target_s"], 1), _best_cell(s), s["target"] or "?",
             ", ".join(f"{r.attempts} attempts" for r in resumed) or "-",
         ]))
     return "\n".join(lines)
@@ -98,9 +107,11 @@ def _sections(results: list[BenchmarkResult], show_source: bool, qualifier: str 
 def markdown_report(
     results: list[BenchmarkResult], mini_runs: list[Run], title: str, show_source: bool = False,
     open_results: list[BenchmarkResult] | None = None, not_scored: list | None = None,
+    workdir_runs: list[Run] | None = None,
 ) -> str:
     """The whole report: one section per closed-division benchmark, then open-division results,
-    runs that are not MLPerf and what could not be scored, each apart."""
+    runs that are not MLPerf, every run workdir on its own row and what could not be scored,
+    each apart."""
     parts = [f"# {title}", "",
              f"Scores by the MLPerf Training {rules.ROUND} rules (ruleset {rules.RULESET}, "
              "targets from tpubench.mlperf.rules): run time = run_stop - run_start (a resumed "
@@ -119,6 +130,12 @@ def markdown_report(
         parts += ["", "## Mini and smoke runs (not MLPerf results)", "",
                   "These runs use small datasets, their own targets or a changed benchmark; "
                   "they are never scored as MLPerf results.", "", mini_table(mini_runs)]
+    if workdir_runs:
+        parts += ["", "## Every run workdir", "",
+                  "One row per run: how it ended, examples/s and MFU from its summary.json, "
+                  "the official checker's verdict on its mlperf_log.txt (a mini's log is judged "
+                  "by MLPerf's rules too, which a mini does not follow), and every reason it is "
+                  "not (or does not count as) an MLPerf result.", "", runs_table(workdir_runs)]
     if not_scored:
         parts += ["", "## Not scored", "", _row(["path", "reason"]), _row(["---", "---"])]
         parts += [_row([n.path, n.reason]) for n in not_scored]
@@ -134,12 +151,13 @@ def run_json(run: Run) -> dict:
         "attempts": run.attempts,
         "resumed": run.resumed,
         "reached_target": run.reached_target,
-        "final_quality": run.final_quality,
+        "final_quality": finite(run.final_quality),  # NaN: null (report.json stays JSON)
         "counted": run.counted,
         "not_counted_because": run.why_not_counted() or None,
         "compliance_valid": None if run.compliance is None else run.compliance.valid,
         "compliance_errors": [] if run.compliance is None else run.compliance.failed_checks(),
-        "curve": [[p.elapsed_min, p.quality] for p in run.curve],
+        "curve": [[p.elapsed_min, finite(p.quality)] for p in run.curve],
+        **(run_facts(run) if run.workdir_run else {}),
     }
 
 
