@@ -86,6 +86,20 @@ def _describe(x: jax.Array) -> dict[str, Any]:
             "devices": len(sharding.device_set)}
 
 
+def _describe_batch(x: jax.Array) -> dict[str, Any]:
+    """How a stacked [K, B, ...] input batch is laid out: its spec, the example rows (axis 1)
+    each device holds, and how many devices hold each slice of rows."""
+    spec = getattr(x.sharding, "spec", None)
+    rows: dict[tuple[int, int], int] = {}
+    for shard in x.addressable_shards:
+        r = shard.index[1]
+        key = (r.start or 0, x.shape[1] if r.stop is None else r.stop)
+        rows[key] = rows.get(key, 0) + 1
+    return {"spec": [list(a) if isinstance(a, tuple) else a for a in spec]
+            if spec is not None else type(x.sharding).__name__,
+            "row_slices": sorted(list(k) for k in rows), "holders": sorted(set(rows.values()))}
+
+
 def run_strategy(overrides: dict[str, Any], devices: list[Any]) -> dict[str, Any]:
     """Train STEPS steps of the smoke ResNet under `overrides`; losses, shardings, BN stats."""
     cfg = config_lib.load("resnet", "smoke", {**BASE, **overrides})
@@ -94,16 +108,19 @@ def run_strategy(overrides: dict[str, Any], devices: list[Any]) -> dict[str, Any
     eng = engine_lib.create(workload, mesh)
     compiled = eng.compile(1, synthetic=False)
     state = eng.init_state(cfg.run.seed)
-    losses = []
+    losses, placed = [], None
     with eng.context():
         for batch in batches(STEPS, cfg.data.global_batch_size):
             block = {k: v[None] for k, v in batch.items()}
-            state, metrics = compiled.train(state, eng.put(block, stacked=True))
+            on_device = eng.put(block, stacked=True)
+            placed = placed or _describe_batch(on_device["inputs"])
+            state, metrics = compiled.train(state, on_device)
             losses.append(float(np.ravel(metrics["last_loss"])[0]))  # pmap: one per device
     single = eng.for_checkpoint(state)
     return {
         "losses": losses,
         "mesh": dict(mesh.shape),
+        "batch": placed,
         "kernel": _describe(_leaf(state, KERNEL)),
         "kernel_momentum": _describe(_momentum(state, KERNEL)),
         "bn_scale": _describe(_leaf(state, BN_SCALE)),

@@ -50,6 +50,21 @@ def test_mixed_mesh_shards_kernel_over_fsdp_and_tensor(runs):
         assert run[leaf]["shard_shape"] == [3, 3, 16, 16]
 
 
+@pytest.mark.parametrize(("strategy", "ways"), [("data", 8), ("fsdp", 8), ("mixed", 4)])
+def test_the_input_batch_is_split_over_every_batch_axis(runs, strategy, ways):
+    """The K-step input block [K, B, ...] is split on its example axis over both batch axes
+    ('data', 'fsdp': tpubench/mesh.py BATCH_AXES) and replicated over 'tensor': each device holds
+    B / (data x fsdp) rows, every row slice held by `tensor` devices. Losses alone cannot tell
+    (a batch replicated over fsdp trains the same). Bites: BATCH_AXES = ("data",) or a
+    batch_sharding without the fsdp axis (mixed: 8 rows per device instead of 4; fsdp: 16)."""
+    batch = runs[strategy]["batch"]
+    assert batch["spec"] == [None, ["data", "fsdp"]]
+    per_device = worker.BASE["data.global_batch_size"] // ways
+    assert batch["row_slices"] == [[i, i + per_device] for i in range(0, ways * per_device,
+                                                                       per_device)]
+    assert batch["holders"] == [8 // ways]  # mixed: each slice on its 2 tensor devices
+
+
 @pytest.mark.parametrize("strategy", ["data", "fsdp", "mixed"])
 def test_strategy_trains_like_one_device(runs, strategy):
     single, run = runs["single"], runs[strategy]
