@@ -290,10 +290,10 @@ def test_full_config_log_fails_only_the_quality_target(tmp_path):
     ]
 
 
-# The step of the eval at which the mini first reaches its target AUC, per seed
-# (configs/mini.py). Evals come every 144 steps of 512; another CPU may land on the neighbouring
-# eval, hence one eval of slack.
-MINI_TARGET_STEP = {0: 1008, 1: 1152}
+# The latest measured eval at which the mini first reached its target over seeds 0-4 and two
+# rounding perturbations (configs/mini.py: 864 or 1,008), plus one eval of slack: another CPU
+# rounds differently, so no exact step is asserted.
+MINI_REACHED_BY_STEP = 1008 + 144
 # The strongest logistic regression on the mini's split (dense + one-hot, liblinear C=0.1).
 MINI_LR_BASELINE_AUC = 0.7734
 
@@ -301,22 +301,19 @@ MINI_LR_BASELINE_AUC = 0.7734
 @pytest.mark.slow
 # Seed 1 runs with --extended (the default run keeps seed 0: suite budget ~25 min on 2 cores).
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.extended)])
-def test_mini_reaches_its_auc_target_at_the_measured_step(tmp_path, seed):
+def test_mini_reaches_its_auc_target_by_the_measured_step(tmp_path, seed):
     """The target sits above the strongest logistic regression on the same split
-    (baselines/dlrm.py); a step budget of one eval past the measured step (no wall-clock
-    budget); seed 0 also checks the log with the official compliance checker (every check
-    passes but Criteo's AUC target).
-
-    Bites: lr 2.0 (the previous mini's) instead of 4.0 left seed 0 at AUC 0.766 at step 864,
-    and the run aborted at its budget of 1,152 steps without reaching 0.787."""
+    (baselines/dlrm.py); the run gets a step budget of MINI_REACHED_BY_STEP (no wall-clock
+    budget) and must reach the target within it; seed 0 also checks the log with the official
+    compliance checker (every check passes but Criteo's AUC target)."""
     cfg = config_lib.load("dlrm", "mini")
     assert cfg.eval.target_value >= MINI_LR_BASELINE_AUC + 0.01
-    every = mini.EVAL_EVERY_STEPS
-    budget = MINI_TARGET_STEP[seed] + every
-    summary = _run(tmp_path, "mini", **{"run.seed": seed, "run.max_train_samples": budget * 512})
+    assert MINI_REACHED_BY_STEP % mini.EVAL_EVERY_STEPS == 0
+    summary = _run(tmp_path, "mini",
+                   **{"run.seed": seed, "run.max_train_samples": MINI_REACHED_BY_STEP * 512})
     assert summary["status"] == "success", summary["quality_history"]
     assert summary["final_quality"] >= cfg.eval.target_value
-    assert abs(summary["steps"] - MINI_TARGET_STEP[seed]) <= every, summary["steps"]
+    assert summary["steps"] <= MINI_REACHED_BY_STEP, summary["steps"]
     if seed == 0:  # the MLPerf checker holds the log to Criteo's AUC target, 0.8025
         assert mllog.check_compliance(summary["mlperf_log"]).failed_checks() == [
             "WARNING -  Failed checks for eval_accuracy : v['value'] >= 0.8025 and "

@@ -120,11 +120,15 @@ def load() -> FlightsData:
     labelled = df.arr_delay.notna().to_numpy()
     label = (df.arr_delay.to_numpy()[labelled] > DELAY_MINUTES).astype(np.float32)
     dense = df.loc[labelled, list(DENSE_FEATURES)].to_numpy(np.float64)
-    dense = np.log1p(np.maximum(dense, 0.0)).astype(np.float32)
+    dense = np.log1p(np.maximum(dense, 0.0))
 
     order = np.random.default_rng(SPLIT_SEED).permutation(len(label))
     n_eval = int(round(EVAL_FRACTION * len(label)))
     ev, tr = np.sort(order[:n_eval]), np.sort(order[n_eval:])
+    # Standardised by the train split's mean and std: the log1p values sit at 1-8, all of one
+    # sign, and at the mini's SGD lr the bottom MLP's first layer then took steps large enough
+    # to blow up (NaN) on some CPUs' rounding; centred unit-scale inputs keep it steady.
+    dense = ((dense - dense[tr].mean(0)) / dense[tr].std(0)).astype(np.float32)
     columns, sizes = [], []
     for name in CATEGORICAL_FEATURES:
         ids, rows = _frequent_ids(df.loc[labelled, name].astype(str).to_numpy(), tr)
