@@ -127,6 +127,20 @@ def test_list_shows_every_workload_and_config_with_its_target(capsys):
     assert listed["bert"]["full"][1:] == ("masked_lm_accuracy >= 0.712", "MLPerf closed")
 
 
+def test_list_imports_no_model_framework():
+    """`tpubench list` (and --variants) stays fast (issue 33.7: 9-17 s when it imported every
+    workload): no JAX, Flax, Optax or TensorFlow in sys.modules afterwards (a fresh process).
+    Bites: _cmd_list reading `registry.workload_class(name).mlperf_name` again, or a config
+    importing MOBILEBERT_OPT from the model module (both tried)."""
+    code = ("import sys\nfrom tpubench import cli\n"
+            "assert cli.main(['list']) == 0 and cli.main(['list', '--variants']) == 0\n"
+            "heavy = ('jax', 'flax', 'optax', 'tensorflow', 'orbax', 'torch')\n"
+            "print('HEAVY', sorted(m for m in heavy if m in sys.modules))\n")
+    proc = runs.python("-c", code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "HEAVY []", proc.stdout[-500:]
+
+
 # ---- check -------------------------------------------------------------------------------------
 def _google_resnet_log(shared_data_dir) -> pathlib.Path:
     return (shared_data_dir / "mlperf_v07_results" / "Google" / "results" / "tpu-v3-8192-JAX"
