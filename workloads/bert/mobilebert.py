@@ -2,7 +2,8 @@
 Devices") with the SQuAD span head, as pure linen modules: the model MLPerf Mobile v0.7 serves.
 
 The architecture of google-research `mobilebert/modeling.py` under its published config
-`mobilebert/config/uncased_L-24_H-128_B-512_A-4_F-4_OPT.json` (`MOBILEBERT_OPT`, configs/_mobilebert.py):
+`mobilebert/config/uncased_L-24_H-128_B-512_A-4_F-4_OPT.json` (`MOBILEBERT_OPT`, in
+configs/_mobilebert.py):
   * embeddings: a 128-wide word embedding; the trigram input concatenates each token's
     embedding with its right and left neighbours' (zero past the ends) into 384 features,
     projected by `embedding_transformation` to the 512-wide inter-block hidden state; plus
