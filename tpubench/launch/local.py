@@ -53,9 +53,9 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         "--grace-s", type=float, default=30.0,
         help="seconds a child has to exit after SIGTERM before it is killed (default: 30)",
     )
-    args = parser.parse_args(flags)  # --help prints and exits 0 here, before the checks below
-    if "--" not in argv:
+    if "--" not in argv and not {"-h", "--help"} & set(argv):  # --help needs no command
         raise UsageError(f"Missing `-- CMD`: the command to run goes after `--`. Usage: {USAGE}")
+    args = parser.parse_args(flags)  # --help prints and exits 0 here
     if args.processes < 1:
         raise UsageError(f"--processes={args.processes}: need at least 1.")
     if not 0 <= args.port < 65536:
