@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 import runs
@@ -125,6 +127,161 @@ def test_list_shows_every_workload_and_config_with_its_target(capsys):
     # A several-metric target lists every threshold (Mask R-CNN: box AND mask AP).
     assert listed["maskrcnn"]["full"][1] == "BBOX >= 0.377 and SEGM >= 0.339"
     assert listed["bert"]["full"][1:] == ("masked_lm_accuracy >= 0.712", "MLPerf closed")
+
+
+def test_list_imports_no_model_framework():
+    """`tpubench list` (and --variants) stays fast (issue 33.7: 9-17 s when it imported every
+    workload): no JAX, Flax, Optax or TensorFlow in sys.modules afterwards (a fresh process).
+    Bites: _cmd_list reading `registry.workload_class(name).mlperf_name` again, or a config
+    importing MOBILEBERT_OPT from the model module (both tried)."""
+    code = ("import sys\nfrom tpubench import cli\n"
+            "assert cli.main(['list']) == 0 and cli.main(['list', '--variants']) == 0\n"
+            "heavy = ('jax', 'flax', 'optax', 'tensorflow', 'orbax', 'torch')\n"
+            "print('HEAVY', sorted(m for m in heavy if m in sys.modules))\n")
+    proc = runs.python("-c", code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "HEAVY []", proc.stdout[-500:]
+
+
+# ---- help ---------------------------------------------------------------------------------------
+def _main(capsys, *argv: str) -> tuple[int, str, str]:
+    """cli.main in this process; argparse's own --help ends in SystemExit(0): its code."""
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+# Each command's --help: the words it must show (flags, examples) besides "usage:".
+HELP_SHOWS = {
+    (): ("Commands:", "  run ", "  infer ", "  launch ", "Examples:", "tpubench list"),
+    ("run",): ("--config=CONFIG", "--workdir=DIR", "--results_root=DIR", "(default: results)",
+               "--runs=N", "--config.SECTION.KEY=VALUE", "Examples:",
+               "tpubench run resnet --config=mini"),
+    ("list",): ("--variants", "Examples:"),
+    ("check",): ("--ruleset", "(default: 0.7.0)", "--usage", "Examples:"),
+    ("report",): ("--out", "--compare"),
+    ("infer",): ("--scenario", "--workdir", "--results_root", "(default: performance)",
+                 "Examples:", "tpubench infer resnet --config=mini --scenario=Offline"),
+    ("fit",): ("--topology", "--json", "Examples:", "--topology=v5p:2x2x2"),
+    ("prepare",): ("--config", "Examples:", "tpubench prepare transformer --config=mini"),
+    ("launch",): ("local", "tpu-vm", "slurm", "multinode", "Examples:"),
+    ("launch", "local"): ("--processes", "(default: 30)", "Examples:"),
+    ("launch", "tpu-vm"): ("create", "delete", "Examples:", "tpubench launch tpu-vm all"),
+    ("launch", "slurm"): ("--nodes", "(default: 8)", "Examples:", "tpubench launch slurm"),
+    ("launch", "multinode"): ("--hosts", "(default: 12355)", "Examples:"),
+}
+TAKES_A_WORKLOAD = {(), ("run",), ("infer",), ("fit",), ("prepare",)}
+
+
+@pytest.mark.parametrize("command", sorted(HELP_SHOWS), ids=lambda c: " ".join(c) or "tpubench")
+def test_help_of_every_command_exits_0_with_flags_workloads_and_an_example(command, capsys):
+    """Issue 33.5: `tpubench --help` and every subcommand's: exit 0, usage, its flags with
+    defaults, the workloads (from the registry; infer: the served ones) and an example; the
+    top-level help names no module. Bites: main printing cli's module docstring again (module
+    names, no workloads); `launch --help` refused as an unknown launcher (exit 2); launch
+    local checking for `--` before parsing --help (exit 2): each tried."""
+    code, out, err = _main(capsys, *command, "--help")
+    assert code == 0 and err == "", err
+    assert out.startswith("usage: "), out[:200]
+    for words in HELP_SHOWS[command]:
+        assert words in out, (words, out)
+    if command in TAKES_A_WORKLOAD:
+        names = registry.served() if command == ("infer",) else registry.names()
+        listed = re.search(r"^Workloads[^:]*: (.*?)\.", out, re.M | re.S).group(1)
+        assert [n for n in registry.names() if re.search(rf"\b{n}\b", listed)] == names, out
+    if command == ():
+        assert "tpubench." not in out and ".py" not in out, out  # no module names
+    if command[:1] == ("launch",) and len(command) == 2:
+        assert out.startswith(f"usage: tpubench launch {command[1]} "), out[:100]
+
+
+def test_absl_main_help_lists_its_configs_and_the_workloads(capsys):
+    """`python -m workloads.<name>.main --help` (entry.main): flags, this workload's configs,
+    the workloads, an example. Bites: entry.main printing the old HELP (no configs, no
+    workloads, no example; tried)."""
+    assert entry.main("gnmt", ["--help"]) == 0
+    out = capsys.readouterr().out
+    for words in ("--config=CONFIG", "--workdir=DIR", "--config.SECTION.KEY=VALUE",
+                  "Configs of gnmt: full, mini, smoke.", "Workloads: bert, deeplab",
+                  "python -m workloads.gnmt.main --config=mini --workdir="):
+        assert words in out, (words, out)
+
+
+# ---- infer's default directory -------------------------------------------------------------------
+def test_infer_without_workdir_takes_the_next_free_run_dir_beside_training_runs(tmp_path):
+    """`tpubench infer` without --workdir: `tpubench run`'s rule, the next free run_<i>, in
+    RESULTS_ROOT/infer/<platform>/WORKLOAD/CONFIG/<Scenario>_<mode>/ (never in the training
+    runs' tree, whose summary.json files `tpubench report` scores).
+    Bites: default_workdir not skipping a taken run_<i> (returns run_0 again; tried)."""
+    from tpubench.infer import cli as infer_cli
+
+    args = infer_cli._parser().parse_args(["resnet", "--config=smoke", "--scenario=Offline",
+                                           f"--results_root={tmp_path}"])
+    assert args.workdir is None
+    infer_cli.check_args(args)  # parses the scenario; an absent --workdir is no error
+    cfg = config_lib.load("resnet", "smoke")
+    base = tmp_path / "infer" / "1xcpu" / "resnet" / "smoke" / "Offline_performance"
+    assert infer_cli.default_workdir(args, cfg) == base / "run_0"
+    (base / "run_0").mkdir(parents=True)
+    assert infer_cli.default_workdir(args, cfg) == base / "run_1"
+
+
+def test_prepare_says_when_a_config_has_nothing_to_prepare(capsys):
+    """`tpubench prepare` prints where the data is, or that there is none to prepare (the
+    Transformer smoke reads synthetic data); the JSON line names the directory (None here).
+    Bites: prepare printing only {"prepared": true} (tried)."""
+    assert cli.main(["prepare", "transformer", "--config=smoke"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("tpubench prepare: transformer smoke (data.source=synthetic) has nothing "
+                        "to prepare; its runs read the data as they are.")
+    assert json.loads(lines[-1]) == {"workload": "transformer", "config": "smoke",
+                                     "prepared": True, "directory": None}
+
+
+# ---- third-party noise -------------------------------------------------------------------------
+def test_compile_only_tpu_devices_print_no_libtpu_metadata_trace(libtpu):
+    """Off Cloud TPU, libtpu asks the metadata server for the slice and the workers and prints
+    a warning plus an `INVALID_ARGUMENT: unexpected worker hostname` trace (issue 33, on
+    `tpubench fit`); topology.quiet_libtpu_off_tpu tells it both first. A fresh process
+    (libtpu reads them once). Bites: _tpu_devices without quiet_libtpu_off_tpu (tried)."""
+    code = ("from tpubench.platform import topology\n"
+            "print(len(topology.parse('v5p:2x2x1').devices()))\n")
+    env = {k: v for k, v in runs.env().items()
+           if k not in ("TPU_ACCELERATOR_TYPE", "TPU_WORKER_HOSTNAMES")}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=runs.REPO, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["4"]
+    for noise in ("INVALID_ARGUMENT", "could not determine TPU", "Source Location Trace"):
+        assert noise not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_infer_params_restores_without_orbax_metadata_warning(tmp_path, caplog):
+    """`infer --params=RUN` restores the run's checkpoint without orbax's "Metadata file does
+    not exist" warning (issue 33). Bites: _variables without _without_orbax_metadata_warning
+    (the warning is logged; tried)."""
+    import logging
+
+    import flax.linen as nn
+    import jax
+
+    from tpubench.infer import cli as infer_cli
+    from tpubench.loops import checkpoint, steps
+    from tpubench.loops.progress import Progress
+
+    workload = registry.create(config_lib.load("resnet", "smoke"))
+    # A run's checkpoint as the loop saves it (real orbax), of the initial state: no training.
+    state = nn.meta.unbox(jax.jit(steps.boxed_init_fn(workload))(jax.random.PRNGKey(0)))
+    with checkpoint.manager(tmp_path / "run") as mgr:
+        checkpoint.save(mgr, 1, state, Progress())
+    with caplog.at_level(logging.INFO):
+        _, _, source = infer_cli._variables(workload, str(tmp_path / "run"))
+    assert source == f"checkpoint:{tmp_path / 'run'}"
+    logged = [r.getMessage() for r in caplog.records]
+    assert not [m for m in logged if "Metadata file does not exist" in m], logged
 
 
 # ---- check -------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ CASES = {
     "missing scenario": (_without(OK, "--scenario"), "The following arguments are required: "
                          "--scenario"),
     "unknown option": (OK + ["--frobnicate"], "Unrecognized arguments: --frobnicate"),
-    "unknown workload": (["nosuch"] + OK[1:], "Unknown config 'mini' for workload 'nosuch'"),
+    "unknown workload": (["nosuch"] + OK[1:], "Unknown workload 'nosuch'. Known workloads: bert"),
     "unknown config": (_without(OK, "--config") + ["--config=huge"], "Unknown config 'huge'"),
     "unknown config key": (OK + ["--config.nokey=3"], "Unknown config key 'nokey'"),
     "bad batch sizes": (_without(OK, "--batch-sizes") + ["--batch-sizes=1,x"],

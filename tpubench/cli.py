@@ -24,6 +24,37 @@ import sys
 
 from tpubench.errors import UsageError
 
+_COMMAND_HELP = (
+    ("list", "the workloads, their configs and quality targets"),
+    ("run", "train a workload with a config until it reaches its target; writes the MLPerf log"),
+    ("check", "run the official MLPerf compliance checker on a log"),
+    ("report", "scores, compliance verdicts, tables and plots of results or run directories"),
+    ("infer", "serve a workload's model under the MLPerf LoadGen (Offline, Server, ...)"),
+    ("fit", "compile a config for a TPU slice before renting it: memory, FLOPs, roofline"),
+    ("prepare", "preprocess a workload's data once, before the runs that read it"),
+    ("launch", "run tpubench on several processes or machines (local, tpu-vm, slurm, multinode)"),
+)
+
+
+def _help() -> str:
+    """`tpubench --help`: what each command does, the workloads, examples (for a user: no
+    module names)."""
+    from tpubench import helptext
+
+    width = max(len(name) for name, _ in _COMMAND_HELP)
+    commands = "\n".join(f"  {name:<{width}}  {about}" for name, about in _COMMAND_HELP)
+    return (
+        "usage: tpubench COMMAND [ARGS...]\n\nMLPerf Training and Inference v0.7 benchmarks in "
+        f"JAX.\n\nCommands:\n{commands}\n\n"
+        + helptext.paragraph("`tpubench COMMAND --help` shows a command's flags, their defaults "
+                             "and examples. Bad input gets one paragraph on stderr saying how to "
+                             "fix it, exit status 2, and nothing is written.") + "\n\n"
+        + helptext.epilog("tpubench list", "tpubench run resnet --config=mini",
+                          "tpubench report results --out=report",
+                          "tpubench infer resnet --config=mini --scenario=Offline",
+                          "tpubench fit resnet --config=full --topology=v5p:2x2x2"))
+
+
 # Subcommands implemented in their own modules: name -> "module:function(argv) -> int".
 _DELEGATES = {
     "report": "tpubench.report.cli:main",
@@ -43,17 +74,21 @@ class _Parser(argparse.ArgumentParser):
 
 def _cmd_list(argv: list[str]) -> int:
     from tpubench import config as config_lib
-    from tpubench import registry
+    from tpubench import helptext, registry
 
-    parser = _Parser(prog="tpubench list", description="Workloads, configs and targets.")
+    parser = _Parser(prog="tpubench list", formatter_class=helptext.Formatter,
+                     description="The workloads, each with its MLPerf benchmark name, configs, "
+                     "datasets and quality targets.",
+                     epilog=helptext.epilog("tpubench list", "tpubench list --variants",
+                                            with_workloads=False))
     parser.add_argument("--variants", action="store_true",
                         help="the variants of each workload instead: which config key picks "
                         "which class, and the configs of each")
     if parser.parse_args(argv).variants:
         return _list_variants()
+    # No workload class is imported (it would import JAX): the listing takes well under 2 s.
     for name in registry.names():
-        cls = registry.workload_class(name)
-        print(f"{name}  (MLPerf: {cls.mlperf_name})")
+        print(f"{name}  (MLPerf: {registry.mlperf_name(name)})")
         configs = {n: config_lib.load(name, n) for n in config_lib.config_names(name)}
         width = max(len(n) for n in configs)  # columns aligned per workload
         data_width = max(len(c.data.dataset) for c in configs.values())
@@ -101,7 +136,8 @@ RUN_USAGE = ("tpubench run WORKLOAD --config=CONFIG [--workdir=DIR] [--results_r
 def _run_flags(fv) -> None:
     from absl import flags
 
-    flags.DEFINE_string("workdir", None, "run directory (default: RESULTS_ROOT/<...>/run_<i>)",
+    flags.DEFINE_string("workdir", None, "the run directory (default: the next free "
+                        "RESULTS_ROOT/<mlperf|mini>/<platform>/WORKLOAD/CONFIG/run_<i>)",
                         flag_values=fv)
     flags.DEFINE_string("results_root", "results", "where default run directories go",
                         flag_values=fv)
@@ -133,10 +169,31 @@ def parse_run(argv: list[str]):
     return cfg, fv.workdir, fv.results_root, runs
 
 
+def run_help() -> str:
+    """`tpubench run --help`: usage, every flag with its default, the workloads, examples."""
+    from tpubench import helptext
+
+    pairs = [("--config=CONFIG", "a config name of WORKLOAD (mini, full, ...: `tpubench list` "
+              "shows them) or a config file; required")]
+    pairs += helptext.absl_flags(_run_flags, {"workdir": "DIR", "results_root": "DIR", "runs": "N"})
+    return (
+        f"usage: {RUN_USAGE}\n\n"
+        + helptext.paragraph(
+            "Train WORKLOAD with CONFIG until it reaches the config's quality target or its "
+            "budget. The run directory gets the MLPerf log (mlperf_log.txt), summary.json, "
+            "metrics.jsonl, TensorBoard files and checkpoints; a rerun into the directory of an "
+            "interrupted run resumes it.")
+        + "\n\nFlags:\n" + helptext.rows([*pairs, helptext.OVERRIDE_ROW]) + "\n\n"
+        + helptext.epilog("tpubench run resnet --config=mini",
+                          "tpubench run bert --config=mini --config.run.seed=3 "
+                          "--workdir=results/bert_seed3",
+                          "tpubench run resnet --config=full --runs=5 "
+                          "--results_root=/data/results"))
+
+
 def _cmd_run(argv: list[str]) -> int:
-    if any(a in ("-h", "--help") for a in argv):
-        print(f"usage: {RUN_USAGE}\n\nTrain WORKLOAD to its target. --config.SECTION.KEY=VALUE "
-              "flags (ml_collections.config_flags rules) override keys.")
+    if any(a in ("-h", "--help", "--helpshort", "--helpfull") for a in argv):
+        print(run_help())
         return 0
     cfg, workdir, results_root, runs = parse_run(argv)
 
@@ -179,13 +236,20 @@ def _checker_rulesets(usage: str) -> list[str]:
 
 
 def _cmd_check(argv: list[str]) -> int:
+    from tpubench import helptext
     from tpubench.mlperf import mllog
 
-    parser = _Parser(prog="tpubench check",
-                     description="Run the official MLPerf compliance checker.")
-    parser.add_argument("log")
-    parser.add_argument("--ruleset", default="0.7.0")
-    parser.add_argument("--usage", default="training", choices=("training", "hpc"))
+    parser = _Parser(prog="tpubench check", formatter_class=helptext.Formatter,
+                     description=helptext.paragraph(
+                         "Run the official MLPerf compliance checker (mlperf_logging's "
+                         "compliance_checker) on a training log; prints its output and VALID "
+                         "(exit 0) or INVALID (exit 1)."),
+                     epilog=helptext.epilog("tpubench check results/mini/1xcpu/resnet/mini/run_0/"
+                                            "mlperf_log.txt", with_workloads=False))
+    parser.add_argument("log", help="an MLPerf log, e.g. RUN_DIR/mlperf_log.txt")
+    parser.add_argument("--ruleset", default="0.7.0", help="the checker's ruleset version")
+    parser.add_argument("--usage", default="training", choices=("training", "hpc"),
+                        help="the checker's benchmark family")
     args = parser.parse_args(argv)
     if not os.path.isfile(args.log):
         raise UsageError(f"No log file at {args.log!r}. Pass the path of an MLPerf log, e.g. "
@@ -204,7 +268,28 @@ def _cmd_check(argv: list[str]) -> int:
 _LAUNCHERS = {"local": "local", "tpu-vm": "tpu_vm", "slurm": "slurm", "multinode": "multinode"}
 
 
+LAUNCH_HELP = """usage: tpubench launch LAUNCHER [FLAGS...] [-- CMD ARGS...]
+
+Run tpubench on several processes or machines; each launcher prints its own --help.
+
+Launchers:
+  local      N processes on this machine as one JAX cluster (the multi-host code paths)
+  tpu-vm     a Cloud TPU VM slice: create, install tpubench, run, fetch results, delete
+  slurm      render and submit a SLURM batch job: N nodes x G GPUs, one process per GPU
+  multinode  plain jax.distributed over ssh: one process per host
+
+Examples:
+  tpubench launch local --processes=2 -- tpubench run resnet --config=smoke
+  tpubench launch tpu-vm all --name=tb --zone=us-east5-a --accelerator-type=v5p-16 --dry-run \\
+      -- tpubench run resnet --config=full
+  tpubench launch slurm --workload=resnet --config=full --nodes=2 --dry-run
+  tpubench launch multinode --hosts=h0,h1 --dry-run -- tpubench run resnet --config=full"""
+
+
 def _cmd_launch(argv: list[str]) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        print(LAUNCH_HELP)
+        return 0
     if not argv or argv[0] not in _LAUNCHERS:
         raise UsageError(
             "Usage: tpubench launch local --processes=N -- CMD ARGS..., or tpubench launch "
@@ -223,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     names = sorted(list(_COMMANDS) + list(_DELEGATES))
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
+        print(_help())
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "run":

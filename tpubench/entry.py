@@ -28,13 +28,26 @@ USAGE = ("python -m workloads.{name}.main --config=CONFIG --workdir=DIR [--confi
          "workloads/{name}/configs/mini.py)")
 
 
-HELP = """  --config    a config name (tpubench list shows them) or a config file
-  --workdir   the run directory: log, summary.json, checkpoints (created if missing; a rerun
-              with the same workdir resumes a preempted run)
-  --config.SECTION.KEY=VALUE   override a config key (ml_collections.config_flags rules), e.g.
-              --config.data.global_batch_size=64 or --config.run.seed 3 (the same parser as
-              `tpubench run`; overrides that change an MLPerf benchmark make the run open
-              division)"""
+def help_text(workload_name: str) -> str:
+    """`--help` of `python -m workloads.<name>.main`: usage, flags, the workload's configs, the
+    other workloads, examples."""
+    from tpubench import helptext
+
+    rows = [("--config=CONFIG", f"a config name of {workload_name} or a config file "
+             f"(workloads/{workload_name}/configs/<config>.py); required")]
+    rows += helptext.absl_flags(_define_flags, {"workdir": "DIR"})
+    configs = ", ".join(config_lib.config_names(workload_name))
+    return (
+        f"usage: {USAGE.format(name=workload_name)}\n\n"
+        + helptext.paragraph(f"Train {workload_name} with CONFIG until it reaches the config's "
+                             "quality target or its budget (the same run as `tpubench run "
+                             f"{workload_name}`).")
+        + "\n\nFlags:\n" + helptext.rows([*rows, helptext.OVERRIDE_ROW]) + "\n\n"
+        + helptext.paragraph(f"Configs of {workload_name}: {configs}.") + "\n\n"
+        + helptext.epilog(f"python -m workloads.{workload_name}.main --config=mini "
+                          f"--workdir=results/{workload_name}_mini",
+                          f"python -m workloads.{workload_name}.main --config=smoke "
+                          f"--workdir=/tmp/{workload_name}_smoke --config.run.seed=3"))
 
 
 def check_workdir(workdir: str | os.PathLike) -> pathlib.Path:
@@ -73,8 +86,9 @@ def check_workload(cfg, workload_name: str, config: str) -> None:
 
 
 def _define_flags(fv: flags.FlagValues) -> None:
-    flags.DEFINE_string("workdir", None, "Run directory (log, summary, checkpoints).",
-                        flag_values=fv)
+    flags.DEFINE_string("workdir", None, "the run directory: MLPerf log, summary.json, "
+                        "checkpoints (created if missing; a rerun into the directory of an "
+                        "interrupted run resumes it); required", flag_values=fv)
 
 
 def parse(workload_name: str, argv: Sequence[str]):
@@ -103,9 +117,8 @@ def _config_arg(argv: Sequence[str]) -> str:
 
 def main(workload_name: str, argv: Sequence[str]) -> int:
     """Parse `argv` (flags after the program name), train to target; the exit status."""
-    usage = USAGE.format(name=workload_name)
     if any(a in ("-h", "--help", "--helpshort", "--helpfull") for a in argv):
-        print(f"usage: {usage}\n\n{HELP}")
+        print(help_text(workload_name))
         return 0
     try:
         cfg, workdir = parse(workload_name, argv)

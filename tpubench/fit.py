@@ -22,7 +22,6 @@ ran out of memory while compiling), 2 for bad input.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
@@ -234,14 +233,24 @@ def format_report(r: FitReport) -> str:
 def main(argv: list[str]) -> int:
     """Entry point of `tpubench fit` (`argv` = the words after `fit`)."""
     from tpubench import config as config_lib
-    from tpubench import registry
+    from tpubench import helptext, registry
     from tpubench.platform import topology
 
-    parser = argparse.ArgumentParser(
+    parser = helptext.Parser(
         prog="tpubench fit",
-        description="AOT-compile WORKLOAD's config for a target topology; report memory per "
-                    "device, FLOPs and a roofline bound. --config.KEY=VALUE overrides keys.")
-    parser.add_argument("workload")
+        usage="tpubench fit WORKLOAD --config=CONFIG --topology=CHIP:AxBxC [--json] "
+              "[--config.KEY=VALUE ...]",
+        description=helptext.paragraph(
+            "Will CONFIG fit that slice, and how fast could a step be at best? AOT-compile "
+            "WORKLOAD's train and eval steps for the target topology (no such hardware needed) "
+            "and report memory per device, FLOPs per step and a roofline bound. Exit status 0: "
+            "fits, 1: does not fit (the reason is printed), 2: bad input. --config.KEY=VALUE "
+            "flags override config keys, as for `tpubench run`."),
+        epilog=helptext.epilog("tpubench fit resnet --config=full --topology=v5p:2x2x2",
+                               "tpubench fit bert --config=full --topology=v4:2x2x1 --json",
+                               "tpubench fit resnet --config=full --topology=v5e:2x2 "
+                               "--config.data.global_batch_size=1024"))
+    parser.add_argument("workload", help="a workload name (listed below)")
     parser.add_argument("--config", required=True, help="config name (full, mini, ...) or path")
     parser.add_argument("--topology", required=True,
                         help="target, e.g. v5p:2x2x2, v4:2x2x1, v5e:2x2, cpu:1")

@@ -8,8 +8,8 @@ same config and overrides as the runs. Idempotent: a complete preparation is kep
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 
 from tpubench.errors import UsageError
 
@@ -17,24 +17,23 @@ from tpubench.errors import UsageError
 def main(argv: list[str]) -> int:
     """Entry point of `tpubench prepare`; bad input is a `UsageError` (exit status 2)."""
     from tpubench import config as config_lib
-    from tpubench import registry
+    from tpubench import helptext, registry
 
-    parser = argparse.ArgumentParser(
+    parser = helptext.Parser(
         prog="tpubench prepare",
-        description="Prepare WORKLOAD's data for CONFIG (vocabulary, tokenized arrays, "
-        "manifest). Extra --config.KEY=VALUE flags override keys, as for `tpubench run`.",
-    )
-    parser.add_argument("workload")
+        usage="tpubench prepare WORKLOAD --config=CONFIG [--config.KEY=VALUE ...]",
+        description=helptext.paragraph(
+            "Prepare WORKLOAD's data for CONFIG once, before its runs (vocabulary, tokenized "
+            "arrays, a manifest with counts), and print the directory it is in. Pass the same "
+            "config and --config.KEY=VALUE overrides as the runs that will read it; a complete "
+            "preparation is kept. Workloads without a preparation step have nothing to do."),
+        epilog=helptext.epilog("tpubench prepare transformer --config=mini",
+                               "tpubench prepare gnmt --config=full "
+                               "--config.data.dir=/data/wmt16"))
+    parser.add_argument("workload", help="a workload name (listed below)")
     parser.add_argument("--config", required=True, help="config name (mini, full, ...) or path")
     overrides, words = config_lib.split_overrides(argv)
-    try:
-        args, rest = parser.parse_known_args(words)
-    except SystemExit as e:  # argparse exits on bad input; make it one paragraph instead
-        if e.code == 0:
-            return 0
-        raise UsageError(
-            "Usage: tpubench prepare WORKLOAD --config=NAME [--config.KEY=VALUE ...] "
-            "(the same config and overrides as the runs that will use the data).") from None
+    args, rest = parser.parse_known_args(words)
     if rest:
         raise UsageError(
             f"tpubench prepare: unrecognized arguments {' '.join(rest)}; only "
@@ -44,7 +43,14 @@ def main(argv: list[str]) -> int:
     if not cfg.workload:
         cfg.workload = args.workload
     workload = registry.create(cfg)
-    workload.prepare()
+    where = workload.prepare()
+    name = f"{args.workload} {cfg.get('config_name', args.config)}"
+    if where is None:
+        print(f"tpubench prepare: {name} (data.source={cfg.data.source}) has nothing to prepare; "
+              "its runs read the data as they are.")
+    else:
+        print(f"tpubench prepare: {name}'s prepared data is in {os.fspath(where)} (kept if it "
+              "was complete already; every run of this config reads it from there).")
     print(json.dumps({"workload": args.workload, "config": cfg.get("config_name", args.config),
-                      "prepared": True}))
+                      "prepared": True, "directory": None if where is None else os.fspath(where)}))
     return 0

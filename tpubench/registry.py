@@ -79,6 +79,12 @@ VARIANT_KEYS: dict[str, tuple[str, str]] = {
 }
 
 
+# name -> its MLPerf benchmark's name where the two differ: the Workload class's `mlperf_name`,
+# here too so that `tpubench list` names it without importing the workload (and JAX);
+# tests/test_cli.py checks that the two agree.
+_MLPERF_NAMES = {"deeplab": "deeplabv3", "unet3d": "3d-unet"}
+
+
 def _resolve(ref: str) -> Any:
     module, attr = ref.split(":")
     return getattr(importlib.import_module(module), attr)
@@ -109,6 +115,13 @@ def _check_name(name: str) -> None:
             f"Unknown workload {name!r}. Known workloads: {', '.join(names())}. "
             "Run `tpubench list` to see them with their targets and configs."
         )
+
+
+def mlperf_name(name: str) -> str:
+    """The MLPerf benchmark name of workload `name` (its class's `mlperf_name`), without
+    importing the workload; `UsageError` for an unknown name."""
+    _check_name(name)
+    return _MLPERF_NAMES.get(name, name)
 
 
 def variant(name: str, config: ml_collections.ConfigDict) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -236,7 +237,7 @@ class Workload(abc.ABC):
         configured `data_sources` entry's `eval_batches`."""
         return self.data_source().eval_batches(self, process_index, process_count)
 
-    def prepare(self) -> None:
+    def prepare(self) -> os.PathLike | None:
         """Host side, offline: the preprocessing the benchmark's reference does before training
         (vocabulary, tokenized and packed arrays, a manifest with counts), written once by
         `tpubench prepare WORKLOAD --config=...` so that every run of a result starts from the
@@ -244,7 +245,8 @@ class Workload(abc.ABC):
 
         Must be idempotent (an existing, complete preparation is kept). A workload whose runs
         need it makes `check_data` raise `UsageError` naming that command while it is missing.
-        Default: nothing to prepare.
+        Returns the directory the prepared data is in (`tpubench prepare` prints it), None when
+        this config has nothing to prepare. Default: nothing to prepare.
         """
         return None
 

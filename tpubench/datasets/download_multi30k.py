@@ -5,8 +5,10 @@
 
 writes DIR/multi30k/{train,val,test_2016_flickr}.{de,en}.gz (1.3 MB), fetched from the GitHub
 repository multi30k/dataset at a fixed commit. Each file's SHA-256 is checked before it is moved
-into place; a file already present with the right checksum is kept. Terms: non-commercial
-research and education use.
+into place; a file already present with the right checksum is kept. A download that fails
+(offline, a proxy, a moved URL) removes its partial file and says in one line what failed and
+how to place the files by hand; `--base_url` fetches from a mirror instead. Terms:
+non-commercial research and education use.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import pathlib
 import sys
 import tempfile
+import urllib.error
 import urllib.request
 
 from absl import app, flags
@@ -34,6 +37,10 @@ SHA256 = {
 
 class ChecksumError(ValueError):
     """A file's SHA-256 is not the published one."""
+
+
+class DownloadError(OSError):
+    """A file could not be fetched; the message says which, from where, and what to do."""
 
 
 def sha256(path: str | os.PathLike) -> str:
@@ -64,7 +71,18 @@ def verify_dir(directory: str | os.PathLike) -> list[str]:
 def download(data_dir: str | os.PathLike, base_url: str = BASE_URL) -> pathlib.Path:
     """Fetch the six files into `data_dir/multi30k/` (verified before they are kept)."""
     target = pathlib.Path(data_dir) / "multi30k"
+    created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
+    try:
+        _fetch_all(target, base_url)
+    except (ChecksumError, DownloadError):
+        if created and not any(target.iterdir()):
+            target.rmdir()  # leave no empty directory behind that looks like a download
+        raise
+    return target
+
+
+def _fetch_all(target: pathlib.Path, base_url: str) -> None:
     for name in SHA256:
         final = target / name
         if final.exists():
@@ -73,9 +91,20 @@ def download(data_dir: str | os.PathLike, base_url: str = BASE_URL) -> pathlib.P
                 continue
             except ChecksumError:
                 pass  # a stale or partial copy: fetch it again
+        url = base_url + name
         with tempfile.NamedTemporaryFile(dir=target, delete=False) as tmp:
-            with urllib.request.urlopen(base_url + name, timeout=60) as response:
-                tmp.write(response.read())
+            try:
+                with urllib.request.urlopen(url, timeout=60) as response:
+                    tmp.write(response.read())
+            except (urllib.error.URLError, OSError, ValueError) as e:  # ValueError: a bad URL
+                tmp.close()
+                os.unlink(tmp.name)  # no partial file is left in the data directory
+                reason = getattr(e, "reason", None) or e
+                raise DownloadError(
+                    f"could not fetch {url} ({reason}); nothing partial was kept. Download the "
+                    f"six files {', '.join(SHA256)} from {base_url} (or a mirror: --base_url) "
+                    f"on a machine with network and place them in {target}/; they are checked "
+                    "by SHA-256 when used.") from None
         try:
             verify(tmp.name, name)
         except ChecksumError:
@@ -83,15 +112,15 @@ def download(data_dir: str | os.PathLike, base_url: str = BASE_URL) -> pathlib.P
             raise
         os.replace(tmp.name, final)
         print(f"{final}: ok")
-    return target
 
 
 def main(argv: list[str]) -> None:
-    """absl main: download into --data_dir; exit status 1 on a checksum mismatch."""
+    """absl main: download into --data_dir; exit status 1, one line on stderr, on a failed
+    download or a checksum mismatch."""
     del argv
     try:
-        print(f"Multi30k is in {download(flags.FLAGS.data_dir)}")
-    except ChecksumError as e:
+        print(f"Multi30k is in {download(flags.FLAGS.data_dir, flags.FLAGS.base_url)}")
+    except (ChecksumError, DownloadError) as e:
         print(f"download_multi30k: error: {e}", file=sys.stderr)
         sys.exit(1)
 
@@ -99,6 +128,8 @@ def main(argv: list[str]) -> None:
 def run() -> None:
     """The command line: define --data_dir and run `main` under absl."""
     flags.DEFINE_string("data_dir", None, "Directory to download into (files go to DIR/multi30k).")
+    flags.DEFINE_string("base_url", BASE_URL, "Where the six files are (a mirror's URL, ending "
+                        "in /).")
     flags.mark_flag_as_required("data_dir")
     app.run(main)
 

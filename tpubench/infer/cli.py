@@ -1,12 +1,14 @@
 """`tpubench infer`: serve a workload's model under the MLPerf LoadGen.
 
-    tpubench infer resnet --config=mini --scenario=Offline --workdir=DIR \\
+    tpubench infer resnet --config=mini --scenario=Offline [--workdir=DIR] \\
         [--mode=performance|accuracy] [--params=CHECKPOINT_WORKDIR] [--profile=quick|v0.7] \\
         [--server-search[=TRIES]] [--expected-qps=QPS] [--batch-sizes=1,2,4,...] \\
         [--max-batch=N] [--max-wait-ms=MS] [--multistream-samples=8] [--quantize=none|int8] \\
         [--calibration_samples=N] [--calibration=max|percentile:P] [--config.KEY=VALUE ...]
 
-Writes LoadGen's logs and `summary.json` into DIR and prints the summary's headline, which
+Writes LoadGen's logs and `summary.json` into DIR (default: the next free
+RESULTS_ROOT/infer/<platform>/WORKLOAD/CONFIG/<Scenario>_<mode>/run_<i>, as `tpubench run` picks
+its run directory) and prints the summary's headline, which
 starts with what the result is: "MLPerf Inference v0.7 resnet50" only for the v0.7 profile on the
 benchmark's own model and data, "NOT AN MLPERF RESULT (reasons)" otherwise. Exit status: 0 VALID,
 1 INVALID (the summary says why, in LoadGen's words), 2 bad usage (one paragraph on stderr,
@@ -16,7 +18,9 @@ nothing written).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import pathlib
 import sys
 from typing import Any
@@ -26,7 +30,7 @@ from tpubench.infer import labels
 from tpubench.infer.settings import PROFILES, Mode, Scenario
 
 USAGE = ("Usage: tpubench infer WORKLOAD --config=CONFIG --scenario=Offline|Server|SingleStream|"
-         "MultiStream --workdir=DIR [--mode=performance|accuracy] [--params=TRAINING_WORKDIR] "
+         "MultiStream [--workdir=DIR] [--mode=performance|accuracy] [--params=TRAINING_WORKDIR] "
          "[--profile=quick|v0.7] (see `tpubench infer --help` and docs/inference.md).")
 
 
@@ -38,13 +42,29 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="tpubench infer", description=__doc__.split("\n")[0])
-    p.add_argument("workload")
+    from tpubench import helptext
+
+    p = _Parser(prog="tpubench infer", formatter_class=helptext.Formatter,
+                description=helptext.paragraph(
+                    "Serve WORKLOAD's model under the MLPerf LoadGen in one scenario; write "
+                    "LoadGen's logs and summary.json, print the result's headline. Exit status 0 "
+                    "VALID, 1 INVALID (the summary says why), 2 bad input. Extra "
+                    "--config.KEY=VALUE flags override config keys, as for `tpubench run`."),
+                epilog=helptext.epilog(
+                    "tpubench infer resnet --config=mini --scenario=Offline",
+                    "tpubench infer resnet --config=mini --scenario=Server --server-search",
+                    "tpubench infer bert --config=mini --scenario=SingleStream --mode=accuracy "
+                    "--params=results/mini/1xcpu/bert/mini/run_0", served_only=True))
+    p.add_argument("workload", help="a served workload (listed below)")
     p.add_argument("--config", required=True, help="config name (mini, full) or file path")
     p.add_argument("--scenario", required=True,
                    help="Offline | Server | SingleStream | MultiStream")
     p.add_argument("--mode", default="performance", help="performance | accuracy")
-    p.add_argument("--workdir", required=True, help="where LoadGen logs and summary.json go")
+    p.add_argument("--workdir", default=None,
+                   help="where LoadGen logs and summary.json go (default: the next free "
+                   "RESULTS_ROOT/infer/<platform>/WORKLOAD/CONFIG/<Scenario>_<mode>/run_<i>)")
+    p.add_argument("--results_root", "--results-root", default="results", dest="results_root",
+                   help="where default infer directories go")
     p.add_argument("--params", default=None,
                    help="workdir of a training run: serve its checkpoint (random init otherwise)")
     p.add_argument("--profile", default="quick", help="quick | v0.7")
@@ -72,6 +92,27 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+class _MissingMetadataFilter(logging.Filter):
+    """Drops orbax's "Metadata file does not exist: .../state/_CHECKPOINT_METADATA" warning:
+    reading an item's tree metadata looks for a step-level file that a checkpoint item has no
+    need of, and the restore works (issue 33: noise a user cannot act on)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Metadata file does not exist")
+
+
+@contextlib.contextmanager
+def _without_orbax_metadata_warning():
+    """While restoring `--params`: orbax logs through absl's logger ("absl")."""
+    quiet = _MissingMetadataFilter()
+    logger = logging.getLogger("absl")
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
 def _variables(workload: Any, params_dir: str | None) -> tuple[Any, Any, str]:
     """(params, model_state, where they came from): a checkpoint, or random init."""
     import flax.linen as nn
@@ -84,7 +125,8 @@ def _variables(workload: Any, params_dir: str | None) -> tuple[Any, Any, str]:
             raise UsageError("--params needs tpubench.loops.checkpoint.restore_variables: "
                              f"{e}") from e
         try:
-            params, model_state = restore_variables(params_dir, workload)
+            with _without_orbax_metadata_warning():
+                params, model_state = restore_variables(params_dir, workload)
         except FileNotFoundError as e:
             raise UsageError(str(e)) from e
         except Exception as e:  # orbax: a checkpoint of another model or config
@@ -111,6 +153,9 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     cfg = config_lib.load(args.workload, args.config, overrides)
     with cfg.unlocked():
         cfg.workload = cfg.workload or args.workload
+    if args.workdir is None:  # `tpubench run`'s rule: the next free run_<i> under the root
+        args.workdir = str(default_workdir(args, cfg))
+        print(f"tpubench: infer directory (no --workdir given): {args.workdir}", file=sys.stderr)
     from tpubench.platform import compile_cache
 
     compile_cache.enable(cfg)  # before the first compile (--config.run.compile_cache=false: off)
@@ -157,6 +202,23 @@ def run(args: argparse.Namespace, overrides: list[str]) -> dict[str, Any]:
     return engine.run(settings, args.workdir, args.max_batch or None, args.max_wait_ms)
 
 
+def default_workdir(args: argparse.Namespace, cfg: Any) -> pathlib.Path:
+    """The next unused RESULTS_ROOT/infer/<platform>/WORKLOAD/CONFIG/<Scenario>_<mode>/run_<i>:
+    beside the training runs' tree (`tpubench.mlperf.results.default_workdir`), never inside
+    it, so that `tpubench report` does not take a LoadGen summary for a training run."""
+    import jax
+
+    from tpubench.platform import chips
+
+    platform = chips.platform_name(jax.devices()).replace(" ", "_")
+    base = (pathlib.Path(args.results_root) / "infer" / platform / args.workload
+            / (cfg.get("config_name") or "custom") / f"{args.scenario.value}_{args.mode}")
+    i = 0
+    while (base / f"run_{i}").exists():
+        i += 1
+    return base / f"run_{i}"
+
+
 def _calibration_scales(args: argparse.Namespace, spec: Any, params: Any,
                         model_state: Any) -> dict[str, float] | None:
     """The activation statistics of `--calibration_samples` training samples (None: 0)."""
@@ -177,6 +239,9 @@ def _calibration_scales(args: argparse.Namespace, spec: Any, params: Any,
 def check_args(args: argparse.Namespace) -> None:
     """Every check that needs no model: `UsageError` (one paragraph) on bad input. Parses
     `args.scenario` and `args.mode` into their enums."""
+    from tpubench import registry
+
+    registry.mlperf_name(args.workload)  # an unknown workload is named as such (no import)
     args.scenario = Scenario.parse(args.scenario) if isinstance(args.scenario, str) else (
         args.scenario)
     from tpubench.infer.quantize import check_scheme
@@ -212,10 +277,12 @@ def check_args(args: argparse.Namespace) -> None:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 0, not {value}.")
     if args.multistream_samples < 1:
         raise UsageError("--multistream-samples must be >= 1.")
-    workdir = pathlib.Path(args.workdir)
+    given = args.workdir is not None  # else a new run_<i> under --results_root (`run`)
+    flag = "--workdir" if given else "--results_root"
+    workdir = pathlib.Path(args.workdir if given else args.results_root)
     if workdir.exists() and not workdir.is_dir():
-        raise UsageError(f"--workdir={workdir} is a file; pass a directory (it is created).")
-    if (workdir / "summary.json").exists():
+        raise UsageError(f"{flag}={workdir} is a file; pass a directory (it is created).")
+    if given and (workdir / "summary.json").exists():
         raise UsageError(f"{workdir / 'summary.json'} exists; results are never overwritten. "
                          "Pass a new --workdir.")
     if args.params is not None and not pathlib.Path(args.params).is_dir():

@@ -37,18 +37,25 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     """Split `argv` at the first `--` into launcher flags and the command to run."""
     argv = list(argv)
-    if "--" not in argv:
-        raise UsageError(f"Missing `-- CMD`: the command to run goes after `--`. Usage: {USAGE}")
-    split = argv.index("--")
+    split = argv.index("--") if "--" in argv else len(argv)
     flags, command = argv[:split], argv[split + 1 :]
-    parser = _Parser(prog="tpubench launch local", usage=USAGE, description=__doc__.split("\n")[0])
+    parser = _Parser(
+        prog="tpubench launch local", usage=USAGE, description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Examples:\n"
+        "  tpubench launch local --processes=2 -- tpubench run resnet --config=smoke\n"
+        "  tpubench launch local --processes=4 --port=12400 -- python -m workloads.bert.main "
+        "--config=smoke --workdir=/tmp/bert_4p")
     parser.add_argument("--processes", type=int, required=True, help="number of processes")
-    parser.add_argument("--port", type=int, default=0, help="coordinator port (0 = a free one)")
+    parser.add_argument("--port", type=int, default=0,
+                        help="coordinator port (default: 0, a free one)")
     parser.add_argument(
         "--grace-s", type=float, default=30.0,
-        help="seconds a child has to exit after SIGTERM before it is killed",
+        help="seconds a child has to exit after SIGTERM before it is killed (default: 30)",
     )
-    args = parser.parse_args(flags)
+    if "--" not in argv and not {"-h", "--help"} & set(argv):  # --help needs no command
+        raise UsageError(f"Missing `-- CMD`: the command to run goes after `--`. Usage: {USAGE}")
+    args = parser.parse_args(flags)  # --help prints and exits 0 here
     if args.processes < 1:
         raise UsageError(f"--processes={args.processes}: need at least 1.")
     if not 0 <= args.port < 65536:

@@ -24,11 +24,20 @@ from collections.abc import Sequence
 
 def build_parser() -> argparse.ArgumentParser:
     """The CLI flags; the command to run comes after `--`."""
-    p = argparse.ArgumentParser(prog="tpubench/launch/multinode.py",
-    description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="tpubench launch multinode", description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Examples:\n"
+        "  tpubench launch multinode --hosts=10.0.0.2,10.0.0.3 --dry-run -- tpubench run resnet "
+        "--config=full\n"
+        "  tpubench launch multinode --hosts=h0,h1 --port=12400 --workdir=~/tpubench -- "
+        "tpubench run bert --config=full\n"
+        "(or python tpubench/launch/multinode.py ... without installing tpubench)")
     p.add_argument("--hosts", required=True, help="comma-separated; the first is the coordinator")
-    p.add_argument("--port", type=int, default=12355, help="coordinator port on the first host")
-    p.add_argument("--workdir", default="~/tpubench", help="checkout on every host")
+    p.add_argument("--port", type=int, default=12355,
+                   help="coordinator port on the first host (default: %(default)s)")
+    p.add_argument("--workdir", default="~/tpubench",
+                   help="checkout on every host (default: %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="print the per-host commands only")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
     return p

@@ -26,19 +26,32 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 
 def build_parser() -> argparse.ArgumentParser:
     """The CLI flags (overrides for the workload come after `--`)."""
-    p = argparse.ArgumentParser(prog="tpubench/launch/slurm.py", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="tpubench launch slurm", description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Examples:\n"
+        "  tpubench launch slurm --workload=resnet --config=full --nodes=2 --dry-run\n"
+        "  tpubench launch slurm --workload=bert --config=full --nodes=4 --gpus-per-node=8 "
+        "--partition=gpu -- --config.run.seed=1\n"
+        "(or python tpubench/launch/slurm.py ... without installing tpubench)")
     p.add_argument("--workload", required=True, help="workloads/<name>, e.g. resnet")
     p.add_argument("--config", required=True, help="config name or path, e.g. full")
-    p.add_argument("--nodes", type=int, required=True)
-    p.add_argument("--gpus-per-node", type=int, default=8)
-    p.add_argument("--cpus-per-task", type=int, default=12)
-    p.add_argument("--time", default="04:00:00", help="wall-clock limit HH:MM:SS")
-    p.add_argument("--partition", default="")
-    p.add_argument("--account", default="")
+    p.add_argument("--nodes", type=int, required=True, help="number of nodes")
+    p.add_argument("--gpus-per-node", type=int, default=8,
+                   help="GPUs per node, one process each (default: %(default)s)")
+    p.add_argument("--cpus-per-task", type=int, default=12,
+                   help="CPUs of each process (default: %(default)s)")
+    p.add_argument("--time", default="04:00:00",
+                   help="wall-clock limit HH:MM:SS (default: %(default)s)")
+    p.add_argument("--partition", default="", help="SLURM partition (default: the cluster's)")
+    p.add_argument("--account", default="", help="SLURM account (default: yours)")
     p.add_argument("--job-name", default="", help="default: tpubench-<workload>-<config>")
-    p.add_argument("--workdir", default=str(REPO), help="checkout on the shared filesystem")
-    p.add_argument("--python", default="python", help="interpreter on the nodes")
-    p.add_argument("--log-dir", default="results/slurm")
+    p.add_argument("--workdir", default=str(REPO),
+                   help="checkout on the shared filesystem (default: this checkout)")
+    p.add_argument("--python", default="python",
+                   help="interpreter on the nodes (default: %(default)s)")
+    p.add_argument("--log-dir", default="results/slurm",
+                   help="where the job's logs go (default: %(default)s)")
     p.add_argument("--script", default="", help="where to write it (default: LOG_DIR/JOB.sbatch)")
     p.add_argument("--dry-run", action="store_true", help="print the script and sbatch command")
     p.add_argument("overrides", nargs=argparse.REMAINDER, help="-- --config.KEY=VALUE ...")

@@ -187,14 +187,24 @@ def build_parser() -> argparse.ArgumentParser:
     source = argparse.ArgumentParser(add_help=False)
     source.add_argument("--git-url", default="", help="clone this on the workers (default: "
                         "copy this checkout's --git-ref with git archive)")
-    source.add_argument("--git-ref", default="HEAD", help="commit, branch or tag to install")
+    source.add_argument("--git-ref", default="HEAD",
+                        help="commit, branch or tag to install (default: %(default)s)")
     command = argparse.ArgumentParser(add_help=False)
     command.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
     fetch = argparse.ArgumentParser(add_help=False)
     fetch.add_argument("--local-dir", default="", help="default: results/NAME")
 
-    parser = argparse.ArgumentParser(prog="tpubench/launch/tpu_vm.py",
-    description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="tpubench launch tpu-vm", description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Each action prints its own flags: tpubench launch tpu-vm ACTION --help.\n\n"
+        "Examples:\n"
+        "  tpubench launch tpu-vm all --name=tb --zone=us-east5-a --accelerator-type=v5p-16 "
+        "--dry-run -- tpubench run resnet --config=full\n"
+        "  tpubench launch tpu-vm create --name=tb --zone=us-east5-a --accelerator-type=v5p-16 "
+        "--spot\n"
+        "  tpubench launch tpu-vm delete --name=tb --zone=us-east5-a\n"
+        "(or python tpubench/launch/tpu_vm.py ... without installing tpubench)")
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("create", parents=[common, slice_flags], help="create the slice")
     sub.add_parser("install", parents=[common, source], help="install tpubench on all workers")

@@ -2,7 +2,8 @@
 Devices") with the SQuAD span head, as pure linen modules: the model MLPerf Mobile v0.7 serves.
 
 The architecture of google-research `mobilebert/modeling.py` under its published config
-`mobilebert/config/uncased_L-24_H-128_B-512_A-4_F-4_OPT.json` (`MOBILEBERT_OPT` below):
+`mobilebert/config/uncased_L-24_H-128_B-512_A-4_F-4_OPT.json` (`MOBILEBERT_OPT`, in
+configs/_mobilebert.py):
   * embeddings: a 128-wide word embedding; the trigram input concatenates each token's
     embedding with its right and left neighbours' (zero past the ends) into 384 features,
     projected by `embedding_transformation` to the 512-wide inter-block hidden state; plus
@@ -34,15 +35,8 @@ from flax import linen as nn
 
 Dtype = Any
 
-# The published config (google-research mobilebert/config/uncased_L-24_H-128_B-512_A-4_F-4_OPT
-# .json), in the names of BertConfig's fields where they have one.
-MOBILEBERT_OPT = dict(
-    vocab_size=30522, hidden_size=512, num_hidden_layers=24, num_attention_heads=4,
-    intermediate_size=512, max_position_embeddings=512, type_vocab_size=2,
-    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.1, initializer_range=0.02,
-    embedding_size=128, intra_bottleneck_size=128, num_feedforward_networks=4,
-    normalization_type="no_norm", hidden_act="relu",
-)
+# The published config's sizes: `MOBILEBERT_OPT` in workloads/bert/configs/_mobilebert.py (kept
+# there so that loading a config, e.g. for `tpubench list`, imports no JAX).
 
 
 @dataclasses.dataclass(frozen=True)

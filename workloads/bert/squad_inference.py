@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from tpubench.errors import UsageError
@@ -60,6 +59,9 @@ def squad_inference_spec(workload: Any) -> InferenceSpec:
         raise UsageError("bert-99 serves the SQuAD dev features, and data.source=synthetic has "
                          "none. Use --config.data.source=json (dev-v1.1.json in data.dir) or "
                          "tfds.")
+    import jax.numpy as jnp  # here, not at the top: the SQuAD configs import this module's
+    # constants, and loading a config (`tpubench list`) imports no JAX
+
     workload.check_data()  # vocabulary and files are there, before any compute
     model = workload.model()
 

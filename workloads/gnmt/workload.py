@@ -27,6 +27,7 @@ the decoder's start token); with the mini's vocabularies (no BOS) sources end in
 from __future__ import annotations
 
 import copy
+import pathlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -290,13 +291,13 @@ class GNMTWorkload(PreparedTranslation, Workload):
                                        "example_id": batch["example_id"]})
 
     # ---- data -----------------------------------------------------------------------------------
-    def prepare(self) -> None:
+    def prepare(self) -> pathlib.Path | None:
         """Offline: read the corpora, build the vocabulary, tokenize (the Transformer's step)."""
         c = self.prepare_config()
         if c.data.source == "synthetic":
-            return
+            return None
         self.data_source().check(self)
-        prepared.prepare(c, lambda: ip.read_train_corpora(c), lambda: ip.read_eval(c))
+        return prepared.prepare(c, lambda: ip.read_train_corpora(c), lambda: ip.read_eval(c))
 
     def check_data(self) -> None:
         """Before any compute: the source's files, then the prepared data's manifest."""

@@ -20,6 +20,7 @@ The data is prepared offline (`tpubench prepare transformer --config=...`, see
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -251,14 +252,14 @@ class TransformerWorkload(PreparedTranslation, Workload):
                                        "example_id": batch["example_id"]})
 
     # ---- data -----------------------------------------------------------------------------------
-    def prepare(self) -> None:
+    def prepare(self) -> pathlib.Path | None:
         """Offline: read the corpora, build the vocabulary, tokenize and pack
         (`tpubench/datasets/prepared_text.py`)."""
         c = self.config
         if c.data.source == "synthetic":
-            return
+            return None
         self.data_source().check(self)
-        prepared.prepare(c, lambda: ip.read_train_corpora(c), lambda: ip.read_eval(c))
+        return prepared.prepare(c, lambda: ip.read_train_corpora(c), lambda: ip.read_eval(c))
 
     def check_data(self) -> None:
         """Before any compute: the source's files (`DATA_SOURCES`), then the prepared data
