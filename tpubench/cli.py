@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 
@@ -202,7 +201,7 @@ def _cmd_run(argv: list[str]) -> int:
     entry.check_workdir(results_root if workdir is None else workdir)
     entry.note_division(cfg)
 
-    from tpubench.loops import multirun
+    from tpubench.loops import ending, multirun
     from tpubench.loops import run as train
     from tpubench.platform import chips, compile_cache, distributed
 
@@ -211,10 +210,9 @@ def _cmd_run(argv: list[str]) -> int:
     import jax
 
     dirs = multirun.run_dirs(cfg, runs, workdir, results_root, chips.platform_name(jax.devices()))
-    summaries = multirun.run_series(cfg, dirs, train.train_and_evaluate)
-    keys = ("workload", "config", "is_mlperf", "status", "final_quality", "time_to_target_s")
-    for d, summary in zip(dirs, summaries, strict=False):  # a preempted run ends the series
-        print(json.dumps({k: summary.get(k) for k in keys} | {"workdir": str(d)}))
+    # Each run's end as it ends (a block on stdout, why on stderr unless it succeeded); the
+    # machine-readable result is each run's summary.json.
+    summaries = multirun.run_series(cfg, dirs, train.train_and_evaluate, on_end=ending.report)
     if runs > 1:
         scored = multirun.score(cfg, dirs)
         if jax.process_index() == 0:

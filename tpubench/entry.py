@@ -124,6 +124,7 @@ def main(workload_name: str, argv: Sequence[str]) -> int:
         cfg, workdir = parse(workload_name, argv)
         note_division(cfg)
 
+        from tpubench.loops import ending
         from tpubench.loops import run as train
         from tpubench.platform import compile_cache, distributed
 
@@ -131,6 +132,7 @@ def main(workload_name: str, argv: Sequence[str]) -> int:
         logging.set_verbosity(logging.WARNING)  # orbax/absl INFO chatter; progress is printed
         distributed.initialize_from_env()  # before any JAX computation; no-op alone
         summary = train.train_and_evaluate(cfg, workdir)
+        ending.report(summary, cfg)  # the end a person reads; why on stderr unless a success
     except UsageError as e:
         print(f"tpubench: error: {e}", file=sys.stderr)
         return 2

@@ -2,7 +2,10 @@
 `tpubench.loops.selfplay`): what happens around the loop, in this order.
 
     create_workload(config)     phase init; a profiled MLPerf config leaves closed division
-    Attempt.open(...)           the run directory (a resumed run appends to its log), the log
+    check_workdir(workload, run)  before any compute: a run of another config, or a finished
+                                run, in the workdir is refused (`tpubench.loops.provenance`)
+    Attempt.open(...)           the run directory (a resumed run appends to its log), the log,
+                                provenance.json (this attempt's command, code, versions, host)
     attempt.begin_init()        fresh run: page-cache clear, cache_clear, init_start, the header
       ... the loop's init: compile, state, restore ...
     attempt.new_progress()      fresh run: the hyperparameters, train_samples, eval_samples
@@ -28,7 +31,7 @@ import jax
 import ml_collections
 
 from tpubench import division, registry
-from tpubench.loops import preemption
+from tpubench.loops import preemption, provenance
 from tpubench.loops.clock import Clock, now_unix
 from tpubench.loops.progress import Progress
 from tpubench.loops.writers import ScalarWriters
@@ -49,6 +52,12 @@ def create_workload(config: ml_collections.ConfigDict) -> Workload:
     """The config's workload, in the init phase (SIGTERM from here on starts the run over). A
     profiled MLPerf config built without `config.load` leaves closed division here."""
     preemption.set_phase(preemption.INIT)
+    return build_workload(config)
+
+
+def build_workload(config: ml_collections.ConfigDict) -> Workload:
+    """The config's workload, its config as the run trains it (what provenance.json holds);
+    no phase change (`create_workload` is the run's)."""
     if config.run.get("profile_steps", 0) and config.get("is_mlperf", False):
         division.apply(config, ["profile_steps"], True)
     return registry.create(config)
@@ -64,6 +73,13 @@ def log_header(log: mllog_lib.RunLogger, workload: Workload, platform: str) -> N
     log.event(constants.SUBMISSION_DIVISION, c.submission.division)
     log.event(constants.SUBMISSION_STATUS, c.submission.status)
     log.event(constants.SUBMISSION_BENCHMARK, workload.mlperf_name)
+
+
+def check_workdir(workload: Workload, run: RunDir) -> None:
+    """`UsageError` when `run`'s directory holds a run of another config (each differing key
+    named) or a finished run (results are never overwritten). Call before any compute."""
+    provenance.check(workload.config, run.path)
+    run.check_not_finished()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +113,7 @@ class Attempt:
         refuse the run, so that bad input writes nothing."""
         if jax.process_index() == 0:
             run.prepare(resumed=resumed)
+            provenance.write(workload.config, run.path, resumed)
         log = mllog_lib.RunLogger(run.log_path, enabled=jax.process_index() == 0)
         return cls(workload, run, log, resumed, chips.platform_name(jax.devices()))
 
@@ -221,5 +238,5 @@ def build_summary(attempt: Attempt, progress: Progress, outcome: Outcome) -> dic
     }
 
 
-__all__ = ["Attempt", "Outcome", "build_summary",
+__all__ = ["Attempt", "Outcome", "build_summary", "build_workload", "check_workdir",
            "create_workload", "log_header", "say"]

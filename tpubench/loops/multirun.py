@@ -68,22 +68,38 @@ def seeded(config: Any, index: int, runs: int) -> Any:
     return c
 
 
-def run_series(config: Any, dirs: list[pathlib.Path], train_fn) -> list[dict]:
-    """Run (or skip, when finished) each directory's run with its seed; returns the summaries
-    of the runs that ended, stopping after a preempted one."""
+def check_dirs(config: Any, dirs: list[pathlib.Path]) -> None:
+    """Before any run: `UsageError` when a directory holds a run of another config than this
+    command's (with that directory's seed), naming every key that differs."""
+    from tpubench.loops import lifecycle, provenance  # JAX: not for `tpubench run`'s parsing
+
+    for i, d in enumerate(dirs):
+        if d.is_dir():
+            provenance.check(lifecycle.build_workload(seeded(config, i, len(dirs))).config, d)
+
+
+def run_series(config: Any, dirs: list[pathlib.Path], train_fn, on_end=None) -> list[dict]:
+    """Run (or keep, when finished) each directory's run with its seed; returns the summaries
+    of the runs that ended, stopping after a preempted one. `on_end(summary, config, kept)`
+    is called as each run ends or is kept (the CLI prints its end, `tpubench.loops.ending`)."""
+    check_dirs(config, dirs)
     summaries = []
     for i, d in enumerate(dirs):
         done = RunDir(d).finished_summary()
         if done is not None:
             print(f"[series] run {i + 1}/{len(dirs)} already ended in {d} (status "
-                  f"{done.get('status')}): kept, not rerun")
+                  f"{done.get('status')}), with this command's config: kept, not rerun")
             summaries.append(done)
+            if on_end is not None:
+                on_end(done, seeded(config, i, len(dirs)), True)
             continue
         if len(dirs) > 1:
             print(f"[series] run {i + 1}/{len(dirs)}: seed "
                   f"{int(config.run.seed) + i} in {d}")
         summary = train_fn(seeded(config, i, len(dirs)), d)
         summaries.append(summary)
+        if on_end is not None:
+            on_end(summary, seeded(config, i, len(dirs)), False)
         if summary.get("status") == "preempted":
             print(f"[series] run {i + 1}/{len(dirs)} was preempted: run the same command "
                   "again to resume it and the rest of the series")

@@ -50,7 +50,7 @@ from flax import linen as nn
 from tpubench.errors import UsageError
 from tpubench.loops import checkpoint, preemption, steps
 from tpubench.loops.clock import Clock, Stopwatch
-from tpubench.loops.lifecycle import Attempt, Outcome, say
+from tpubench.loops.lifecycle import Attempt, Outcome, check_workdir, say
 from tpubench.loops.progress import Progress
 from tpubench.loops.writers import ScalarWriters
 from tpubench.mlperf.mllog import constants
@@ -163,7 +163,7 @@ def train_and_evaluate(workload: GenerationWorkload, workdir) -> dict:
     target win rate (or budget); a workdir holding an unfinished run's checkpoint resumes it."""
     c = workload.config
     run = RunDir(workdir)
-    run.check_not_finished()
+    check_workdir(workload, run)
     resumed = checkpoint.latest_step(workdir) is not None
     if int(c.run.max_generations) < 1 or workload.games_per_generation < 1:
         raise UsageError(

@@ -157,7 +157,7 @@ def train_workload(workload: Workload, workdir) -> dict:
     config = workload.config
     # ---- validate everything before any compute ------------------------------------------------
     run = RunDir(workdir)
-    run.check_not_finished()
+    lifecycle.check_workdir(workload, run)
     source = config.data.source
     workload.check_data()  # synthetic too: its model-side checks (start checkpoints, sizes)
     mesh = mesh_lib.build_mesh(config)

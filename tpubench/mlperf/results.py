@@ -6,6 +6,8 @@
                                          logs of attempts that ended without a checkpoint to
                                          resume from (kept, never lost, never scored)
     <workdir>/summary.json               written once, when the run ends
+    <workdir>/provenance.json            the resolved config, and each attempt's command, code,
+                                         versions, devices and host (`tpubench.loops.provenance`)
     <workdir>/sharding.json, sharding.txt
                                          where every state leaf lives, written at init
                                          (`tpubench.platform.sharding_report`)
