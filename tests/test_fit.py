@@ -109,10 +109,19 @@ def test_per_step_figures_do_not_depend_on_steps_per_dispatch_or_scan_unroll(cpu
     assert 0.75 < cpu_report.flops_per_step / cpu_report.run_flops_per_step < 1.33
 
 
-def test_cli_prints_json_and_exits_zero(capsys):
+def test_cli_prints_json_and_exits_zero(capsys, monkeypatch):
+    """Also: the compile's heartbeat goes to stderr under --json, so stdout stays one JSON
+    document. Bites: a heartbeat on stdout (json.loads fails) or none at all."""
+    from tpubench.platform import heartbeat
+
+    monkeypatch.setattr(heartbeat, "DEFAULT_EVERY_S", 0.05)
     code = fit.main(["resnet", "--config=smoke", "--topology=cpu:1", "--json",
                      "--config.data.global_batch_size=4", "--config.model.stage_sizes=(1, 1)"])
-    out = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    beats = [line for line in captured.err.splitlines() if line.startswith("tpubench fit")]
+    assert beats and all(line.startswith(
+        "tpubench fit: compiling resnet --config=smoke for cpu:1 ... ") for line in beats), beats
     assert code == 0
     assert out["global_batch_size"] == 4 and out["train"]["total"] > 0
     assert out["fits"] is None

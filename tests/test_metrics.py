@@ -12,8 +12,10 @@ import contextlib
 import dataclasses
 import io
 import json
+import re
 import subprocess
 import sys
+import time
 
 import jax
 import numpy as np
@@ -30,7 +32,8 @@ from tpubench.loops.progress import Progress
 SHORT = {"data.source": "digits", "data.dataset": "sklearn_digits", "data.image_size": 8,
          "data.train_samples": 1437, "eval.samples": 360, "eval.batch_size": 120,
          "model.num_filters": 12, "eval.every_samples": 20 * 32, "run.max_train_samples": 40 * 32,
-         "eval.target_value": 1.1, "run.steps_per_dispatch": 3, "run.profile_steps": 4}
+         "eval.target_value": 1.1, "run.steps_per_dispatch": 3, "run.profile_steps": 4,
+         "run.progress_every_s": 0.0}
 END_STEPS = [3, 6, 9, 12, 15, 18, 20, 23, 26, 29, 32, 35, 38, 40]
 
 
@@ -51,6 +54,7 @@ def watched(tmp_path_factory):
 
     def compile_(self, *args, **kwargs):
         c = real(self, *args, **kwargs)
+        time.sleep(2.2)  # a slow compile: the init heartbeat (every 1 s here) must show
         return dataclasses.replace(c, train=wrap(c.train), train_by_size={
             k: wrap(v) for k, v in c.train_by_size.items()})
 
@@ -110,6 +114,54 @@ def test_tensorboard_files_hold_the_same_scalars(watched):
     assert [e.step for e in acc.Scalars("eval/top1_accuracy")] == [20, 40]
 
 
+def test_each_record_has_its_dispatchs_own_wall_time(watched):
+    """metrics.jsonl and TensorBoard carry the host time each dispatch was seen ready, not the
+    time the block's records were written together (a staircase). Bites: dropping the wall
+    times on their way to the writers, or taking them all at the block's end."""
+    from tensorboard.backend.event_processing import event_accumulator
+
+    records = watched["records"]
+    blocks = [[r for r in records if "train/loss" in r and lo < r["step"] <= hi]
+              for lo, hi in ((0, 20), (20, 40))]
+    for block in blocks:
+        walls = [r["wall_time"] for r in block]
+        assert all(a < b for a, b in zip(walls[:-1], walls[1:], strict=True)), walls
+        # Seven dispatches: the first is seen ready after about 1/7 of the block, the last at
+        # its end; records written together would span a few writes' microseconds.
+        block_s = 20 * 32 / block[-1]["train/examples_per_s"]
+        assert walls[-1] - walls[0] > 0.4 * block_s, (walls, block_s)
+    acc = event_accumulator.EventAccumulator(str(watched["workdir"] / "tensorboard"))
+    acc.Reload()
+    trains = [r for r in records if "train/loss" in r]
+    np.testing.assert_allclose([e.wall_time for e in acc.Scalars("train/loss")],
+                               [r["wall_time"] for r in trains], rtol=0, atol=1e-6)
+
+
+def test_progress_lines_show_each_dispatchs_loss_one_dispatch_late(watched):
+    """run.progress_every_s=0: a line for every dispatch the loop waited for inside a block (all
+    but each block's last, seen ready only at its end), with that dispatch's own loss, the step,
+    epoch, examples/s, time on the clock and both ETAs; plain lines (stdout is not a terminal).
+    Bites: the loss of the wrong dispatch, a line's step off by one dispatch, a missing figure,
+    or bar control characters in a log."""
+    pattern = re.compile(
+        r"^\[resnet/mini\] step (\d+) epoch ([\d.]+): loss ([\d.]+), ([\d,]+) examples/s, "
+        r"(\d+:\d\d) on the clock; next eval in ~(\d+:\d\d), budget in ~(\d+:\d\d)$")
+    printed = watched["printed"]
+    found = [m for m in map(pattern.match, printed.splitlines()) if m]
+    assert [int(m[1]) for m in found] == [3, 6, 9, 12, 15, 18, 23, 26, 29, 32, 35, 38]
+    losses = {s: float(m["loss"]) for s, m in zip(END_STEPS, watched["metrics"], strict=True)}
+    for m in found:
+        step = int(m[1])
+        assert m[3] == f"{losses[step]:.4f}" and float(m[2]) == pytest.approx(step * 32 / 1437,
+                                                                             abs=0.006)
+        assert int(m[4].replace(",", "")) > 0
+    assert "\r" not in printed and "\x1b" not in printed
+    evals = [line for line in printed.splitlines() if "top1_accuracy" in line]
+    assert len(evals) == 2
+    for line, step in zip(evals, (20, 40), strict=True):
+        assert f"; loss {losses[step]:.4f}, " in line and " examples/s; budget in ~" in line
+
+
 def test_every_dispatch_runs_under_the_transfer_guard(watched):
     """Bites: reading the previous dispatch's metrics by leaving the guard (the tempting way to
     write them 'one dispatch late') shows up as a dispatch outside 'disallow'."""
@@ -138,6 +190,16 @@ def test_init_says_what_it_is_doing(watched):
     done = [line for line in lines if line.startswith("[resnet/mini] init: done in ")]
     assert len(done) == 1 and "run_start" in done[0]
     assert lines.index(done[0]) < next(i for i, line in enumerate(lines) if " step " in line)
+
+
+def test_init_beats_while_the_train_dispatch_compiles(watched):
+    """The compile (2.2 s longer here) prints heartbeat lines between the init line and "init:
+    done", none after. Bites: the heartbeat taken off `engine.compile`, or never stopped."""
+    lines = watched["printed"].splitlines()
+    beats = [i for i, line in enumerate(lines)
+             if re.fullmatch(r"\[resnet/mini\] init: compiling \.\.\. \d+ s", line)]
+    done = next(i for i, line in enumerate(lines) if "init: done in" in line)
+    assert len(beats) >= 2 and 0 < beats[0] and beats[-1] < done, lines
 
 
 def test_progress_round_trips_and_reads_old_checkpoint_dicts(tmp_path):

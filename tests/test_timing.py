@@ -373,6 +373,32 @@ def test_the_host_never_reads_the_device_inside_a_block(tmp_path, monkeypatch):
     assert len(reads) == 20
 
 
+def test_a_progress_line_reads_only_a_ready_loss_one_dispatch_late(tmp_path, monkeypatch, capsys):
+    """With a line due at every dispatch (run.progress_every_s=0), the only host reads inside a
+    block are the progress lines' losses: one scalar per line, each of a dispatch the loop had
+    already waited for. Bites: reading the whole metrics dict, reading the dispatch just issued
+    (not yet ready), or a line's read when none is due."""
+    from jax._src import array as array_impl
+
+    reads, window = _count_host_reads_inside_blocks(monkeypatch)
+    ready: list[bool] = []
+    real_value = array_impl.ArrayImpl._value  # the spy: note readiness, then read
+
+    def value(self):
+        if window["inside"]:
+            ready.append(self.is_ready())
+        return real_value.fget(self)
+
+    monkeypatch.setattr(array_impl.ArrayImpl, "_value", property(value))
+    train.train_and_evaluate(_cfg(**{"run.progress_every_s": 0.0}), tmp_path / "run")
+    lines = [line for line in capsys.readouterr().out.splitlines() if "examples/s" in line
+             and "on the clock; next eval in" in line]
+    # 3 blocks of 20 one-step dispatches; dispatch i is seen ready after dispatch i + 1 is
+    # issued, so 19 per block are read inside it (the last one at the block's end, unread).
+    assert window["blocks"] == 3 and len(lines) == 57
+    assert reads == [()] * 57 and all(ready), (reads[:5], ready[:5])
+
+
 def test_every_clock_read_follows_block_until_ready(tmp_path, monkeypatch):
     """Each read of the run clock and of a block's stopwatch first waits for the arrays it
     times. Bites: reading `time` before `block_until_ready` (as the SIGTERM path did)."""

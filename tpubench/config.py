@@ -120,7 +120,10 @@ def base_config() -> ml_collections.ConfigDict:
     c.run.mesh = ml_collections.ConfigDict({"data": -1, "fsdp": 1, "tensor": 1})
     c.run.dcn_mesh = ml_collections.ConfigDict({"data": 1, "fsdp": 1, "tensor": 1})
     c.run.fsdp_min_size = 2**14  # params smaller than this stay replicated under FSDP
-    # Watching a run: metrics.jsonl + TensorBoard files in the workdir (process 0, always on).
+    # Watching a run: metrics.jsonl + TensorBoard files in the workdir (process 0, always on),
+    # and a progress line (a bar on a terminal) every progress_every_s seconds of wall time and
+    # at every eval, made from metrics read one dispatch late (tpubench/loops/reporter.py).
+    c.run.progress_every_s = 15.0
     # profile_steps=N: a jax.profiler trace of the N steps after the first dispatch (warm-up),
     # into <workdir>/profile. The trace runs on the clock, so a profiled run is open division.
     c.run.profile_steps = 0

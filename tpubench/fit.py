@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
 from typing import Any
 
 from tpubench.errors import UsageError
+from tpubench.platform.heartbeat import heartbeat
 
 _GiB = 2**30
 _OOM_MARKERS = ("RESOURCE_EXHAUSTED", "Ran out of memory", "out of memory")
@@ -265,6 +267,10 @@ def main(argv: list[str]) -> int:
     cfg = config_lib.load(args.workload, args.config, overrides)
     if not cfg.workload:
         cfg.workload = args.workload
-    report = fit(cfg, args.topology)
+    # Compiling a full config for a pod slice takes minutes: a heartbeat says it is alive (on
+    # stderr under --json, so stdout stays one JSON document).
+    with heartbeat(f"tpubench fit: compiling {args.workload} --config={args.config} for "
+                   f"{args.topology}", stream=sys.stderr if args.json else sys.stdout):
+        report = fit(cfg, args.topology)
     print(json.dumps(report.as_dict()) if args.json else format_report(report), flush=True)
     return 0 if report.fits in (True, None) else 1

@@ -52,9 +52,11 @@ from tpubench.loops import checkpoint, preemption, steps
 from tpubench.loops.clock import Clock, Stopwatch
 from tpubench.loops.lifecycle import Attempt, Outcome, check_workdir, say
 from tpubench.loops.progress import Progress
+from tpubench.loops.reporter import duration
 from tpubench.loops.writers import ScalarWriters
 from tpubench.mlperf.mllog import constants
 from tpubench.mlperf.results import RunDir
+from tpubench.platform.heartbeat import heartbeat
 from tpubench.workload import Workload
 
 ACTUAL_GAMES_KEY = "actual_selfplay_games_per_generation"  # closed_minigo.yaml, AT_LEAST_ONE
@@ -197,14 +199,22 @@ def _run(attempt: Attempt) -> dict:
     say(f"[{workload.name}/{c.config_name}] init: compiling self-play "
         f"({workload.games_per_generation} games), the train dispatch ({k} steps of {b}) and "
         f"the evaluation match ({c.eval.games} games vs {c.eval.opponent})...")
-    state = nn.meta.unbox(jax.jit(steps.boxed_init_fn(workload))(jax.random.PRNGKey(c.run.seed)))
-    spec = workload.batch_spec(b, train=True)
-    stacked = {n: jax.ShapeDtypeStruct((k,) + s.shape, s.dtype) for n, s in spec.items()}
-    dispatch = jax.jit(steps.make_dispatch(steps.make_train_step(workload), c.run.scan_unroll),
-                       donate_argnums=0).lower(state, stacked).compile()
-    selfplay = jax.jit(workload.selfplay).lower(_variables(state), state.rng).compile()
-    evaluator = workload.make_evaluator(_variables(state))
-    evaluator.compile()
+    name = f"[{workload.name}/{c.config_name}]"
+    # A sign of life every progress_every_s (at least 1 s) while the host waits on one long
+    # call: the compiles here, a generation below (no line can be owed inside one: it is one
+    # self-play call, one train dispatch and one evaluation match).
+    every, lead = max(1.0, float(c.run.progress_every_s)), jax.process_index() == 0
+    with heartbeat(f"{name} init: compiling", every, enabled=lead):
+        state = nn.meta.unbox(
+            jax.jit(steps.boxed_init_fn(workload))(jax.random.PRNGKey(c.run.seed)))
+        spec = workload.batch_spec(b, train=True)
+        stacked = {n: jax.ShapeDtypeStruct((k,) + s.shape, s.dtype) for n, s in spec.items()}
+        dispatch = jax.jit(
+            steps.make_dispatch(steps.make_train_step(workload), c.run.scan_unroll),
+            donate_argnums=0).lower(state, stacked).compile()
+        selfplay = jax.jit(workload.selfplay).lower(_variables(state), state.rng).compile()
+        evaluator = workload.make_evaluator(_variables(state))
+        evaluator.compile()
     window = Window(c.data.window_generations, run.path / REPLAY_DIR)
     manager = checkpoint.manager(run.path, keep=c.run.checkpoint_keep)
     generation = 0
@@ -221,25 +231,28 @@ def _run(attempt: Attempt) -> dict:
     with preemption.Flag(jax.process_count()) as preempt:
         while generation < int(c.run.max_generations):
             generation += 1
-            log.start(constants.BLOCK_START,
-                      metadata={"first_epoch_num": generation, "epoch_count": 1})
-            watch = Stopwatch()
-            examples = jax.device_get(selfplay(_variables(state), _key(state, 0, generation)))
-            positions = window.add(examples)
-            log.event(ACTUAL_GAMES_KEY, workload.games_per_generation,
-                      metadata={"epoch_num": generation})
-            sampler = np.random.default_rng([int(c.run.seed), generation])  # resumable
-            state, train_metrics = dispatch(state, jax.device_put(window.sample(sampler, k, b)))
-            train_metrics = jax.device_get(train_metrics)
-            progress.train_s += watch.stop(state)
-            log.end(constants.BLOCK_STOP, metadata={"first_epoch_num": generation})
-            log.start(constants.EVAL_START, metadata={"epoch_num": generation})
-            watch = Stopwatch()
-            quality = evaluator.win_rate(_variables(state), _key(state, 1, generation))
-            eval_s = watch.stop()
-            progress.eval_s += eval_s
-            log.end(constants.EVAL_STOP, metadata={"epoch_num": generation})
-            log.event(constants.EVAL_ACCURACY, quality, metadata={"epoch_num": generation})
+            with heartbeat(f"{name} generation {generation} (self-play, train, "
+                           "evaluation)", every, enabled=lead):
+                log.start(constants.BLOCK_START,
+                          metadata={"first_epoch_num": generation, "epoch_count": 1})
+                watch = Stopwatch()
+                examples = jax.device_get(selfplay(_variables(state), _key(state, 0, generation)))
+                positions = window.add(examples)
+                log.event(ACTUAL_GAMES_KEY, workload.games_per_generation,
+                          metadata={"epoch_num": generation})
+                sampler = np.random.default_rng([int(c.run.seed), generation])  # resumable
+                state, train_metrics = dispatch(state, jax.device_put(window.sample(sampler, k, b)))
+                train_metrics = jax.device_get(train_metrics)
+                block_s = watch.stop(state)
+                progress.train_s += block_s
+                log.end(constants.BLOCK_STOP, metadata={"first_epoch_num": generation})
+                log.start(constants.EVAL_START, metadata={"epoch_num": generation})
+                watch = Stopwatch()
+                quality = evaluator.win_rate(_variables(state), _key(state, 1, generation))
+                eval_s = watch.stop()
+                progress.eval_s += eval_s
+                log.end(constants.EVAL_STOP, metadata={"epoch_num": generation})
+                log.event(constants.EVAL_ACCURACY, quality, metadata={"epoch_num": generation})
             elapsed = clock.read(state)
             progress.history.append({"elapsed_s": elapsed, "samples": generation * k * b,
                                      "quality": quality, "generation": generation})
@@ -251,7 +264,8 @@ def _run(attempt: Attempt) -> dict:
             metrics.flush()
             say(f"[{workload.name}/{c.config_name}] generation {generation}: win rate "
                 f"{quality:.3f} (target {workload.target.value}), loss "
-                f"{float(train_metrics['loss']):.3f}, {positions} positions, at {elapsed:.1f} s")
+                f"{float(train_metrics['loss']):.3f}, {positions} positions, at {elapsed:.1f} s; "
+                + _figures(c, generation, k * b / block_s, progress, elapsed))
             if workload.target.reached(quality):
                 status = "success"
                 break
@@ -281,6 +295,18 @@ def _run(attempt: Attempt) -> dict:
         "games": generation * workload.games_per_generation,
         "opponent": c.eval.opponent,
     })
+
+
+def _figures(c, generation: int, examples_per_s: float, progress: Progress,
+             elapsed: float) -> str:
+    """What a generation's line adds: examples trained per second of the generation's block
+    (self-play and training) and the time to the budget (the generations left at the mean
+    generation so far, no later than run.max_time_s on the clock)."""
+    left = (int(c.run.max_generations) - generation) * (
+        (progress.train_s + progress.eval_s) / max(1, generation))
+    if c.run.max_time_s:
+        left = max(0.0, min(left, float(c.run.max_time_s) - elapsed))
+    return f"{examples_per_s:,.0f} examples/s; budget in ~{duration(left)}"
 
 
 __all__ = ["GenerationWorkload", "Window", "train_and_evaluate"]

@@ -5,8 +5,9 @@
     run_start    the clock starts (wall time); only now is the dataset touched
       block (MLPerf's block_start..block_stop): the dispatches of K steps (and one remainder
              dispatch) up to the next eval, with no device-to-host read inside it (a transfer
-             guard enforces it); then one host read of every dispatch's metrics (NaN check;
-             metrics.jsonl + TensorBoard, one block late)
+             guard enforces it, but for one dispatch's loss read one dispatch late when a
+             progress line is due); then one host read of every dispatch's metrics (NaN check;
+             metrics.jsonl + TensorBoard at each dispatch's own wall time, one block late)
       eval on device; eval_accuracy; stop at target ("success") or budget ("aborted")
     run_stop     the clock stops
     final checkpoint, summary.json                                               (untimed)
@@ -27,6 +28,7 @@ for a workload.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,12 +47,14 @@ from tpubench.loops.clock import Clock, Stopwatch
 from tpubench.loops.lifecycle import Attempt, Outcome, say
 from tpubench.loops.profiling import StepProfiler
 from tpubench.loops.progress import Progress
+from tpubench.loops.reporter import Reporter
 from tpubench.loops.writers import RunMetrics
 from tpubench.mlperf import mllog as mllog_lib
 from tpubench.mlperf.mllog import constants
 from tpubench.mlperf.results import RunDir
 from tpubench.platform import perf
 from tpubench.platform import sharding_report as sharding_lib
+from tpubench.platform.heartbeat import heartbeat
 from tpubench.workload import Workload
 
 jax.config.update("jax_threefry_partitionable", True)
@@ -115,6 +119,7 @@ class RunContext:
     manager: Any = None  # orbax CheckpointManager
     profiler: StepProfiler | None = None
     progress: Progress | None = None
+    reporter: Reporter | None = None
 
     @property
     def workload(self) -> Workload:
@@ -210,9 +215,11 @@ def _run(ctx: RunContext, step: int) -> dict:
         + ") and the eval step...")
     ctx.engine = engine_lib.create(ctx.workload, ctx.mesh)
     sharding_lib.write(ctx.run.path, ctx.engine)
-    ctx.compiled = ctx.engine.compile(cadence.steps_per_dispatch,
-                                      synthetic=ctx.source == "synthetic",
-                                      other_sizes=remainders)
+    with heartbeat(f"[{ctx.workload.name}/{c.config_name}] init: compiling",
+                   max(1.0, c.run.progress_every_s), enabled=jax.process_index() == 0):
+        ctx.compiled = ctx.engine.compile(cadence.steps_per_dispatch,
+                                          synthetic=ctx.source == "synthetic",
+                                          other_sizes=remainders)
     ctx.manager = checkpoint.manager(ctx.run.path, keep=c.run.checkpoint_keep)
     if ctx.resumed:
         state, progress = checkpoint.restore(ctx.manager, ctx.engine.abstract_state,
@@ -248,13 +255,18 @@ class _Block:
     step: int
     dispatch: int
     preempted: bool
+    loss: float | None = None  # the last dispatch's (None when preempted)
+    examples_per_s: float = 0.0
 
 
 def _train_block(ctx: RunContext, state, step: int, dispatch: int, feed, preempt,
                  cpu_wait: bool) -> _Block:
     """The dispatches from `step` to the next eval (MLPerf's block), with no device-to-host read
-    inside it; then one host read of every dispatch's metrics (unless preempted)."""
+    inside it but one dispatch's loss when a progress line is due (of the dispatch just waited
+    for, so the read never stalls); then one host read of every dispatch's metrics (unless
+    preempted)."""
     c, log, cadence, compiled = ctx.config, ctx.log, ctx.cadence, ctx.compiled
+    reporter = ctx.reporter
     gbs, ts = c.data.global_batch_size, ctx.workload.train_samples
     stop = cadence.next_eval(step)
     first = block_first_epoch(step * gbs, ts)
@@ -264,6 +276,8 @@ def _train_block(ctx: RunContext, state, step: int, dispatch: int, feed, preempt
     watch, preempted, block_start_step = Stopwatch(), False, step
     dispatch_metrics: list[dict[str, jax.Array]] = []
     end_steps: list[int] = []
+    walls: list[float] = []  # host time each dispatch's metrics were seen ready
+    reporter.block_start(step)
     with jax.transfer_guard_device_to_host("disallow"):
         for size in cadence.dispatches(step, stop):
             fn = compiled.dispatch(size)
@@ -277,10 +291,19 @@ def _train_block(ctx: RunContext, state, step: int, dispatch: int, feed, preempt
                 jax.block_until_ready(metrics)
             elif len(dispatch_metrics) > 1:
                 jax.block_until_ready(dispatch_metrics[-2])
+            ready = len(dispatch_metrics) - (1 if cpu_wait else 2)
+            if ready == len(walls):  # dispatch `ready` was just waited for
+                walls.append(time.time())
+                reporter.reached(end_steps[ready])
+                if reporter.due():
+                    reporter.train_line(end_steps[ready], _read_loss(dispatch_metrics[ready]),
+                                        walls[ready], stop)
             if preempt.reached(dispatch):
                 preempted = True
                 break
     block_s = watch.stop(state)
+    walls.extend([time.time()] * (len(dispatch_metrics) - len(walls)))  # the last one
+    reporter.reached(step)
     ctx.progress.train_s += block_s
     try:
         host_metrics = (jax.device_get(dispatch_metrics) if preempted
@@ -288,11 +311,26 @@ def _train_block(ctx: RunContext, state, step: int, dispatch: int, feed, preempt
     except Diverged as e:
         e.state = state  # the caller's state was donated to this block's first dispatch
         raise
-    ctx.metrics.train_block(list(zip(end_steps, host_metrics, strict=True)),
-                            (step - block_start_step) * gbs / block_s)
+    examples_per_s = (step - block_start_step) * gbs / block_s
+    ctx.metrics.train_block(list(zip(end_steps, host_metrics, strict=True)), examples_per_s,
+                            walls)
     if step == stop:  # complete (SIGTERM may have come at its last dispatch)
         log.end(constants.BLOCK_STOP, metadata={"first_epoch_num": first})
-    return _Block(state, step, dispatch, preempted)
+    loss = None if preempted or not host_metrics else _host_scalar(host_metrics[-1]["loss"])
+    return _Block(state, step, dispatch, preempted, loss, examples_per_s)
+
+
+def _host_scalar(value) -> float:
+    """A dispatch metric on the host: a scalar, or (pmap) one equal copy per device."""
+    return float(np.ravel(np.asarray(value))[0])
+
+
+def _read_loss(metrics: dict[str, jax.Array]) -> float:
+    """A dispatch's mean loss, read from the device for a progress line: only for a dispatch
+    the loop has just waited for (ready, so the read does not stall), and the only read the block's
+    transfer guard lets through."""
+    with jax.transfer_guard_device_to_host("allow"):
+        return _host_scalar(jax.device_get(metrics["loss"]))
 
 
 def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -> dict:
@@ -312,6 +350,11 @@ def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -
         feed = data.Prefetcher(stacked, lambda b: eng.put(b, stacked=True))
         progress.input_start_s += watch.stop()
     status, error, quality, dispatch = "aborted", None, float("nan"), 0
+    reporter = ctx.reporter = Reporter(
+        f"[{workload.name}/{c.config_name}]", c.run.progress_every_s, gbs, ts,
+        cadence.eval_steps, c.run.max_time_s, progress.run_start_unix, step,
+        enabled=pi == 0)
+    block = None
     with preemption.Flag(pc) as preempt, eng.context():
         try:
             while True:
@@ -319,11 +362,13 @@ def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -
                     block = _train_block(ctx, state, step, dispatch, feed, preempt, cpu_wait)
                     state, step, dispatch = block.state, block.step, block.dispatch
                     if block.preempted:
+                        reporter.close()
                         return _preempt(ctx, state, progress, clock, step)
                 epoch = epochs_trained(step * gbs, ts)
                 log.start(constants.EVAL_START, metadata={"epoch_num": epoch})
                 quality, eval_s = _evaluate(workload, eng, compiled, state, ctx.source)
                 progress.eval_s += eval_s
+                reporter.eval_s_mean = progress.eval_s / (len(progress.history) + 1)
                 log.end(constants.EVAL_STOP, metadata={"epoch_num": epoch})
                 log.event(constants.EVAL_ACCURACY, quality, metadata={"epoch_num": epoch})
                 ctx.metrics.eval(step, quality, eval_s)
@@ -338,9 +383,11 @@ def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -
                 else:
                     progress.history.append(
                         {"elapsed_s": elapsed, "samples": step * gbs, "quality": quality})
-                say(f"[{workload.name}/{c.config_name}] step {step} epoch {epoch}: "
-                    f"{workload.target.metric} {shown} (target {target_shown}) "
-                    f"at {elapsed:.1f} s")
+                figures = "" if block is None else "; " + reporter.eval_figures(
+                    step, block.loss, block.examples_per_s, elapsed)
+                reporter.say(f"[{workload.name}/{c.config_name}] step {step} epoch {epoch}: "
+                             f"{workload.target.metric} {shown} (target {target_shown}) "
+                             f"at {elapsed:.1f} s{figures}")
                 if reached:
                     status = "success"
                     break
@@ -353,6 +400,7 @@ def _loop(ctx: RunContext, state, progress: Progress, clock: Clock, step: int) -
             error = str(e)
             state = getattr(e, "state", state)
         finally:
+            reporter.close()
             if feed is not None:
                 feed.close()
             ctx.profiler.stop(state)

@@ -8,6 +8,10 @@ files under `<workdir>/tensorboard/` (`tensorboard --logdir <workdir>/tensorboar
                                      dispatch's last update (steps count from 0)
     train/examples_per_s             per block (the dispatches between two evals), on the block's
                                      last record: samples / the block's stopwatch
+    wall_time (every train record)   the host time the dispatch's metrics were seen ready (the
+                                     loop's wait on it; the last at the block's stopwatch stop),
+                                     not the time the record is written: a block's records are
+                                     written together, one block late
     eval/<target metric>, eval/time_s  one record per eval
     (self-play, `tpubench.loops.selfplay`: one record per generation, the same two files)
 
@@ -43,14 +47,15 @@ TENSORBOARD_DIR = "tensorboard"
 
 class JsonlWriter:
     """One JSON object per `write_scalars` call: {"step", "wall_time", <scalars>}, appended (a
-    resumed run continues the same file)."""
+    resumed run continues the same file). `wall_time` is the caller's when given, else now."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = pathlib.Path(path)
         self._file = open(self.path, "a")  # noqa: SIM115 - closed by close()
 
-    def write_scalars(self, step: int, scalars: Mapping[str, float]) -> None:
-        record = {"step": int(step), "wall_time": time.time()}
+    def write_scalars(self, step: int, scalars: Mapping[str, float],
+                      wall_time: float | None = None) -> None:
+        record = {"step": int(step), "wall_time": _wall(wall_time)}
         record.update({k: float(v) for k, v in scalars.items()})
         self._file.write(json.dumps(record) + "\n")
 
@@ -84,9 +89,10 @@ class TensorBoardWriter:
         self._event, self._summary = event_pb2.Event, summary_pb2.Summary
         self._writer = EventFileWriter(os.fspath(logdir))
 
-    def write_scalars(self, step: int, scalars: Mapping[str, float]) -> None:
+    def write_scalars(self, step: int, scalars: Mapping[str, float],
+                      wall_time: float | None = None) -> None:
         values = [self._summary.Value(tag=k, simple_value=float(v)) for k, v in scalars.items()]
-        self._writer.add_event(self._event(wall_time=time.time(), step=int(step),
+        self._writer.add_event(self._event(wall_time=_wall(wall_time), step=int(step),
                                            summary=self._summary(value=values)))
 
     def flush(self) -> None:
@@ -126,10 +132,11 @@ class ScalarWriters:
         return {"jsonl": str(self.workdir / JSONL_NAME),
                 "tensorboard": str(self.workdir / TENSORBOARD_DIR)}
 
-    def write_scalars(self, step: int, scalars: Mapping[str, float]) -> None:
-        """One record of `scalars` at `step` in every file."""
+    def write_scalars(self, step: int, scalars: Mapping[str, float],
+                      wall_time: float | None = None) -> None:
+        """One record of `scalars` at `step` in every file, at `wall_time` (default: now)."""
         for w in self._writers:
-            w.write_scalars(step, scalars)
+            w.write_scalars(step, scalars, wall_time)
 
     def flush(self) -> None:
         """Flush every file (a person watching sees the record now)."""
@@ -155,17 +162,19 @@ class RunMetrics(ScalarWriters):
         super().__init__(workdir, enabled)
 
     def train_block(self, dispatches: Sequence[tuple[int, Mapping[str, Any]]],
-                    examples_per_s: float) -> None:
-        """One record per dispatch of a finished block: (end step, its metrics on the host)."""
+                    examples_per_s: float, wall_times: Sequence[float] | None = None) -> None:
+        """One record per dispatch of a finished block: (end step, its metrics on the host), at
+        each dispatch's own `wall_times` entry (the time its metrics were seen ready)."""
         if not self.enabled:
             return
-        for i, (step, metrics) in enumerate(dispatches):
+        walls = list(wall_times) if wall_times is not None else [None] * len(dispatches)
+        for i, ((step, metrics), wall) in enumerate(zip(dispatches, walls, strict=True)):
             scalars = {f"train/{k}": _scalar(v) for k, v in metrics.items()
                        if k not in ("finite", "last_loss")}
             scalars["train/learning_rate"] = self._lr[max(0, step - 1)]
             if i == len(dispatches) - 1:
                 scalars["train/examples_per_s"] = examples_per_s
-            self.write_scalars(step, scalars)
+            self.write_scalars(step, scalars, wall)
 
     def eval(self, step: int, quality: float | Mapping[str, float], seconds: float) -> None:
         """One record per eval (a dict quality: one scalar per metric)."""
@@ -174,6 +183,10 @@ class RunMetrics(ScalarWriters):
                       if isinstance(quality, Mapping) else {self.eval_key: quality})
             self.write_scalars(step, {**values, "eval/time_s": seconds})
             self.flush()
+
+
+def _wall(wall_time: float | None) -> float:
+    return time.time() if wall_time is None else float(wall_time)
 
 
 def _scalar(value: Any) -> float:

@@ -85,6 +85,9 @@ HARNESS: dict[str, Tunable] = {
         "on the clock)"),
     "run.checkpoint_keep": Tunable(
         "not a rule of the benchmark: how many checkpoints stay on disk"),
+    "run.progress_every_s": Tunable(
+        "not a rule of the benchmark: how often the loop prints a progress line (read one "
+        "dispatch late, it never waits for the device and changes no computed value)"),
     "run.compile_cache": Tunable(
         f"{RULES}, Run Results: compile is part of the untimed model initialization; the cache "
         "changes no computed value"),
