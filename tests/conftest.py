@@ -161,10 +161,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _sigterm_handler_restored():
     """Tests that call an entry point in this process (`cli.main`, `entry.run`) install
-    tpubench's SIGTERM handler (tpubench.loops.preemption), which ignores SIGTERM after a run:
-    restore the previous handler after each test, so that `kill` still ends a pytest session."""
+    tpubench's SIGTERM and SIGINT handler (tpubench.loops.preemption), which ignores both after
+    a run: restore the previous handlers after each test, so that `kill` and Ctrl-C still end a
+    pytest session."""
     import signal
 
-    previous = signal.getsignal(signal.SIGTERM)
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     yield
-    signal.signal(signal.SIGTERM, previous)
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)

@@ -94,7 +94,7 @@ def _sigterm_after(monkeypatch, dispatches: int) -> None:
 def straight(tmp_path_factory):
     """The uninterrupted run every resume is compared with."""
     workdir = tmp_path_factory.mktemp("straight")
-    summary = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 1}), workdir)
+    summary = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 2}), workdir)
     assert summary["status"] == "aborted" and summary["steps"] == 60
     return workdir, summary
 
@@ -106,12 +106,12 @@ def test_a_resumed_run_equals_the_uninterrupted_one_and_its_clock_never_pauses(
     each fail one assertion here."""
     workdir = tmp_path / "run"
     _sigterm_after(monkeypatch, 27)  # mid-interval: between the evals at 20 and 40
-    first = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 1}), workdir)
+    first = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 2}), workdir)
     assert first["status"] == "preempted" and first["step"] == 27
     monkeypatch.undo()
     outage = 1.5
     time.sleep(outage)
-    resumed = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 1}), workdir)
+    resumed = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 2}), workdir)
     s_dir, s = straight
 
     assert resumed["resumed"] is True and resumed["attempts"] == 2 and resumed["steps"] == 60
@@ -155,10 +155,10 @@ def test_a_preemption_at_an_eval_step_runs_that_eval_on_resume(straight, tmp_pat
     failure CI saw in the two-process preemption test)."""
     workdir = tmp_path / "run"
     _sigterm_after(monkeypatch, 20)
-    first = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 1}), workdir)
+    first = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 2}), workdir)
     assert first["status"] == "preempted" and first["step"] == 20
     monkeypatch.undo()
-    resumed = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 1}), workdir)
+    resumed = train.train_and_evaluate(_cfg(**{"run.checkpoint_keep": 2}), workdir)
     _, s = straight
     assert [(h["samples"], h["quality"]) for h in resumed["quality_history"]] == [
         (h["samples"], h["quality"]) for h in s["quality_history"]]

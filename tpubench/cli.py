@@ -12,6 +12,11 @@
 
 Bad input is a `UsageError`: one paragraph on stderr saying how to fix it, exit status 2, and
 nothing computed or written.
+
+SIGTERM and SIGINT (Ctrl-C) never print a traceback (`tpubench.loops.preemption`, installed
+before anything heavy is imported): during a run, the run saves a checkpoint, says "rerun to
+resume" and exits 0; before a run starts, one line and exit 0 (the rerun starts over); any other
+subcommand prints one line and exits 128+N (130 for SIGINT, 143 for SIGTERM).
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from tpubench.errors import UsageError
+from tpubench.loops import preemption  # the standard library only
 
 _COMMAND_HELP = (
     ("list", "the workloads, their configs and quality targets"),
@@ -303,16 +310,13 @@ _COMMANDS = {"list": _cmd_list, "run": _cmd_run, "check": _cmd_check, "launch": 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tpubench` console script."""
+    preemption.install()  # first, before JAX is imported: SIGTERM/SIGINT at any moment
     argv = list(sys.argv[1:] if argv is None else argv)
     names = sorted(list(_COMMANDS) + list(_DELEGATES))
     if not argv or argv[0] in ("-h", "--help"):
         print(_help())
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    if cmd == "run":
-        from tpubench.loops import preemption
-
-        preemption.install()  # before JAX is imported: SIGTERM at any moment is handled
     try:
         if cmd in _COMMANDS:
             return _COMMANDS[cmd](rest)
@@ -323,13 +327,20 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"tpubench: error: {e}", file=sys.stderr)
         return 2
-    except Exception as e:
-        from tpubench.loops import preemption
-
-        if not isinstance(e, preemption.PreemptedBeforeRun):
+    except BaseException as e:  # a signal (see preemption.as_interrupt); anything else re-raised
+        interrupt = preemption.as_interrupt(e)
+        if interrupt is None:
             raise
-        print(f"tpubench: {e}", file=sys.stderr)
-        return 0
+        _interrupted(cmd, interrupt)
+
+
+def _interrupted(cmd: str, e: preemption.PreemptedBeforeRun) -> NoReturn:
+    """One line, the documented status (module docstring), and the end of the process."""
+    if cmd == "run":
+        preemption.end_process(str(e), 0)
+    preemption.end_process(
+        f"{cmd} interrupted by {preemption.signal_name(e.signum)} before it finished; nothing "
+        "it had finished is lost. Rerun the same command to do it again.", e.exit_status)
 
 
 if __name__ == "__main__":

@@ -129,7 +129,7 @@ def base_config() -> ml_collections.ConfigDict:
     c.run.profile_steps = 0
     # Checkpoints (orbax). Preemption (SIGTERM) always saves.
     c.run.checkpoint_every_evals = 0  # 0 = only on preemption and at the end of the run
-    c.run.checkpoint_keep = 2
+    c.run.checkpoint_keep = 2  # >= 2: the previous one is the fallback for a damaged newest
 
     # MLPerf log metadata.
     c.submission = ml_collections.ConfigDict()

@@ -142,12 +142,9 @@ def main(workload_name: str, argv: Sequence[str]) -> int:
 def run(workload_name: str) -> None:
     """`main` on this process's command line; never returns. (Not `absl.app.run`: its handler
     for a non-zero exit reads flags that a failed parse left unparsed, and prints a traceback.)"""
-    preemption.install()  # first: SIGTERM at any moment is handled (tpubench.loops.preemption)
-    try:
-        sys.exit(main(workload_name, sys.argv[1:]))
-    except preemption.PreemptedBeforeRun as e:
-        print(f"tpubench: {e}", file=sys.stderr)
-        sys.exit(0)
+    with preemption.ends_cleanly():  # the main.py's block already; again for other callers
+        status = main(workload_name, sys.argv[1:])
+    sys.exit(status)
 
 
 def note_division(cfg) -> None:

@@ -117,11 +117,14 @@ def _key(state: steps.TrainState, purpose: int, generation: int) -> jax.Array:
 
 class Window:
     """The valid examples of the last `generations` generations, on the host; with a `folder`,
-    each generation's examples are also written there (`<generation>.npz`) for a resume."""
+    each generation's examples are also written there (`<generation>.npz`) for a resume, and
+    `spare` older ones stay on disk: a resume from an older checkpoint (the newest damaged,
+    `checkpoint.restore_usable`) finds its window too."""
 
-    def __init__(self, generations: int, folder: pathlib.Path | None = None):
+    def __init__(self, generations: int, folder: pathlib.Path | None = None, spare: int = 0):
         self._gens: collections.deque = collections.deque(maxlen=max(int(generations), 1))
         self.folder = folder
+        self.spare = int(spare)
 
     def add(self, examples: dict[str, np.ndarray]) -> int:
         valid = np.asarray(examples["valid"], bool)
@@ -135,7 +138,7 @@ class Window:
         np.savez(tmp, **self._gens[-1])
         os.replace(tmp, self.folder / f"{generation}.npz")  # a kill never leaves half a file
         for old in self.folder.glob("*.npz"):
-            if old.stem.isdigit() and int(old.stem) <= generation - self._gens.maxlen:
+            if old.stem.isdigit() and int(old.stem) <= generation - self._gens.maxlen - self.spare:
                 old.unlink()
 
     def load(self, generation: int) -> None:
@@ -167,6 +170,7 @@ def train_and_evaluate(workload: GenerationWorkload, workdir) -> dict:
     run = RunDir(workdir)
     check_workdir(workload, run)
     resumed = checkpoint.latest_step(workdir) is not None
+    checkpoint.check_keep(c)
     if int(c.run.max_generations) < 1 or workload.games_per_generation < 1:
         raise UsageError(
             f"{workload.name}/{c.config_name}: run.max_generations and "
@@ -176,15 +180,19 @@ def train_and_evaluate(workload: GenerationWorkload, workdir) -> dict:
     attempt.metrics = ScalarWriters(run.path, enabled=jax.process_index() == 0)
     try:
         return _run(attempt)
+    except checkpoint.NoUsableCheckpoint:
+        pass  # every checkpoint set aside (stderr said so): a new attempt, below
     finally:
         attempt.close()
+    return train_and_evaluate(workload, workdir)
 
 
 def _restore(manager, state, window: Window) -> tuple[steps.TrainState, Progress, int]:
     """The checkpointed state and progress (onto the fresh state's shardings), the window
     refilled; returns the last finished generation."""
     shardings = jax.tree.map(lambda x: x.sharding, state)
-    state, progress = checkpoint.restore(manager, jax.eval_shape(lambda: state), shardings)
+    state, progress, _ = checkpoint.restore_usable(manager, jax.eval_shape(lambda: state),
+                                                   shardings)
     generation = int(progress.history[-1]["generation"])
     window.load(generation)
     return state, progress, generation
@@ -215,7 +223,8 @@ def _run(attempt: Attempt) -> dict:
         selfplay = jax.jit(workload.selfplay).lower(_variables(state), state.rng).compile()
         evaluator = workload.make_evaluator(_variables(state))
         evaluator.compile()
-    window = Window(c.data.window_generations, run.path / REPLAY_DIR)
+    window = Window(c.data.window_generations, run.path / REPLAY_DIR,
+                    spare=c.run.checkpoint_keep - 1)
     manager = checkpoint.manager(run.path, keep=c.run.checkpoint_keep)
     generation = 0
     if resumed:

@@ -163,6 +163,7 @@ def train_workload(workload: Workload, workdir) -> dict:
     # ---- validate everything before any compute ------------------------------------------------
     run = RunDir(workdir)
     lifecycle.check_workdir(workload, run)
+    checkpoint.check_keep(config)
     source = config.data.source
     workload.check_data()  # synthetic too: its model-side checks (start checkpoints, sizes)
     mesh = mesh_lib.build_mesh(config)
@@ -179,10 +180,13 @@ def train_workload(workload: Workload, workdir) -> dict:
                      mesh, cadence, source)
     try:
         return _run(ctx, start_step or 0)
+    except checkpoint.NoUsableCheckpoint:
+        pass  # every checkpoint set aside (stderr said so): a new attempt, below
     finally:
         if ctx.profiler is not None:
             ctx.profiler.stop()
         ctx.attempt.close()
+    return train_workload(workload, workdir)
 
 
 def _dispatch_sizes(cadence: Cadence, step: int) -> Iterator[int]:
@@ -215,17 +219,18 @@ def _run(ctx: RunContext, step: int) -> dict:
         + ") and the eval step...")
     ctx.engine = engine_lib.create(ctx.workload, ctx.mesh)
     sharding_lib.write(ctx.run.path, ctx.engine)
+    ctx.manager = checkpoint.manager(ctx.run.path, keep=c.run.checkpoint_keep)
+    if ctx.resumed:  # before the compile: a damaged newest checkpoint moves `step` back
+        state, progress, step = checkpoint.restore_usable(
+            ctx.manager, ctx.engine.abstract_state, ctx.engine.state_shardings)
+        state = ctx.engine.from_checkpoint(state)
+        remainders = cadence.remainder_sizes(step)
     with heartbeat(f"[{ctx.workload.name}/{c.config_name}] init: compiling",
                    max(1.0, c.run.progress_every_s), enabled=jax.process_index() == 0):
         ctx.compiled = ctx.engine.compile(cadence.steps_per_dispatch,
                                           synthetic=ctx.source == "synthetic",
                                           other_sizes=remainders)
-    ctx.manager = checkpoint.manager(ctx.run.path, keep=c.run.checkpoint_keep)
-    if ctx.resumed:
-        state, progress = checkpoint.restore(ctx.manager, ctx.engine.abstract_state,
-                                             ctx.engine.state_shardings)
-        state = ctx.engine.from_checkpoint(state)
-    else:
+    if not ctx.resumed:
         state = ctx.engine.init_state(c.run.seed)
         progress = ctx.attempt.new_progress()
     writer = jax.process_index() == 0

@@ -3,7 +3,10 @@
     python -m workloads.bert.main --config=workloads/bert/configs/mini.py --workdir=DIR
 """
 
-from tpubench import entry
-
 if __name__ == "__main__":
-    entry.run("bert")
+    from tpubench.loops import preemption
+
+    with preemption.ends_cleanly():  # first: SIGTERM/SIGINT during the imports (absl, JAX)
+        from tpubench import entry
+
+        entry.run("bert")

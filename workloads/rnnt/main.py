@@ -1,6 +1,9 @@
 """python -m workloads.rnnt.main --config=workloads/rnnt/configs/mini.py --workdir=DIR"""
 
-from tpubench import entry
-
 if __name__ == "__main__":
-    entry.run("rnnt")
+    from tpubench.loops import preemption
+
+    with preemption.ends_cleanly():  # first: SIGTERM/SIGINT during the imports (absl, JAX)
+        from tpubench import entry
+
+        entry.run("rnnt")

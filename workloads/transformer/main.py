@@ -1,6 +1,9 @@
 """absl entry point: `python -m workloads.transformer.main --config=... --workdir=...`."""
 
-from tpubench import entry
-
 if __name__ == "__main__":
-    entry.run("transformer")
+    from tpubench.loops import preemption
+
+    with preemption.ends_cleanly():  # first: SIGTERM/SIGINT during the imports (absl, JAX)
+        from tpubench import entry
+
+        entry.run("transformer")

@@ -1,6 +1,9 @@
 """python -m workloads.unet3d.main --config=workloads/unet3d/configs/mini.py --workdir=DIR"""
 
-from tpubench import entry
-
 if __name__ == "__main__":
-    entry.run("unet3d")
+    from tpubench.loops import preemption
+
+    with preemption.ends_cleanly():  # first: SIGTERM/SIGINT during the imports (absl, JAX)
+        from tpubench import entry
+
+        entry.run("unet3d")
