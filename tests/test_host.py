@@ -75,7 +75,8 @@ def test_a_run_without_jax_platforms_is_quiet_and_works(tmp_path, cpu_host_with_
     control = subprocess.run([sys.executable, "-c", "import jax; jax.devices()"],
                              env=_env_without_platforms(), capture_output=True, text=True,
                              timeout=300, check=False)
-    assert _noise(control.stderr), control.stderr  # libtpu is loaded and complains
+    if not _noise(control.stderr):  # seen on CI's machine: its libtpu probe says nothing
+        pytest.skip("plain `import jax` prints no libtpu noise on this host: nothing to remove")
 
     workdir = tmp_path / "w"
     proc = subprocess.run(

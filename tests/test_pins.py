@@ -339,13 +339,13 @@ def test_the_translation_eval_scores_with_the_references_tokenizer(workload):
 # training_rules.adoc, June 2020): "Graph Execution" (parallelism, dispatch), "Numerical
 # formats" (model.dtype), "Random numbers" (run.seed), "Data State at Start of Run" (data.dir),
 # "Training Data Order" (eval.batch_size); the rest change no computed value (budgets,
-# checkpoints, compile cache, metadata).
+# checkpoints, compile cache, progress lines, metadata).
 HARNESS_KEYS = {
     "run.mesh", "run.dcn_mesh", "run.parallelism", "run.fsdp_min_size", "run.steps_per_dispatch",
     "run.scan_unroll", "run.cpu_max_steps_in_flight", "model.dtype", "run.seed", "data.dir",
     "eval.batch_size", "run.checkpoint_every_evals", "run.checkpoint_keep", "run.compile_cache",
     "run.compile_cache_dir", "run.max_time_s", "run.max_train_samples", "run.profile_steps",
-    "submission.org", "submission.platform", "submission.status",
+    "run.progress_every_s", "submission.org", "submission.platform", "submission.status",
 }
 # Each workload's rows: "Hyperparameters" table of training_rules.adoc v0.7 (benchmark |
 # optimizer | hyperparameter | constraint), plus data location / representation rows.

@@ -193,9 +193,16 @@ def as_interrupt(e: BaseException) -> PreemptedBeforeRun | None:
     another exception: raised inside a C extension's initialisation (jaxlib's), it comes out
     as "ImportError: Encountered an error while initializing the extension"; so any exception
     while a signal is pending in init is that signal's. `KeyboardInterrupt` means something
-    replaced this module's handler."""
-    if isinstance(e, PreemptedBeforeRun):
-        return e
+    replaced this module's handler. Raised inside C++ (jaxlib's pytree equality), it comes out
+    as another exception whose cause is the interruption; the chain is searched, since the run's
+    `close()` on the way out forgets the pending signal."""
+    seen: set[int] = set()
+    link: BaseException | None = e
+    while link is not None and id(link) not in seen:
+        if isinstance(link, PreemptedBeforeRun):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
     if isinstance(e, KeyboardInterrupt):
         return PreemptedBeforeRun(signal.SIGINT)
     if _STATE.phase == INIT and _STATE.event.is_set() and not isinstance(e, SystemExit):
