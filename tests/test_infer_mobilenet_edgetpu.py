@@ -68,5 +68,7 @@ def test_served_accuracy_is_the_training_eval_and_int8_weights_keep_it(tmp_path)
     # stem + block 1's projection + 2 per fused block 2-9 + 3 per depthwise block 10-15
     # + the last 1x1 conv + the logits
     assert q["kernels_quantized"] == 1 + 1 + 8 * 2 + 6 * 3 + 1 + 1
-    assert q["max_weight_error_over_scale"] <= 0.5 + 1e-6
+    # Round to nearest: half a step at most, plus float32's rounding of w / scale for |w / scale|
+    # up to 127 (127 * 2**-23 = 1.5e-5; 3.5e-6 seen on an Intel Xeon). A floor would be near 1.
+    assert q["max_weight_error_over_scale"] <= 0.5 + 127 * 2.0**-23
     assert q["param_bytes_quantized"] < 0.4 * q["param_bytes_float"]
