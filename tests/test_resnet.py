@@ -198,12 +198,13 @@ def test_nan_loss_stops_the_run_with_a_clear_message(tmp_path):
 
 
 # ---- the mini: time to quality, compliance, no overwrite, preemption --------------------------
-# The eval step at which the mini first reaches its 0.967 target, per seed: measured with the
-# config as committed (JAX 0.10.2 CPU; curves in configs/mini.py). Evals come every 125 steps, so
-# a different CPU may round its way to the neighbouring eval, and no further. Cost of the slow
-# mini tests: each mini run is about 900 steps of batch 32 at 14x14 plus init and compile.
+# The eval step at which the mini first reaches its 0.967 target, per seed, as measured on an
+# AMD EPYC (curves in configs/mini.py). Not a per-step promise across CPUs: on an Intel Xeon
+# seed 0 first reached it at step 1,125 (2026-12-05), so the tests ask for the target within the
+# 1,500-step budget at an eval step (issue 38 keeps this mini's knife edge open).
 MINI_TARGET_STEP = {0: 750, 1: 875}
 MINI_EVAL_EVERY = 125
+MINI_BUDGET_STEPS = 1500
 
 
 @pytest.fixture(scope="module")
@@ -216,14 +217,14 @@ def mini_run(tmp_path_factory):
 
 @pytest.mark.slow
 def test_mini_reaches_its_target_and_says_so(mini_run):
-    """Seed 0 reaches 0.967 top-1 at the measured eval step (see MINI_TARGET_STEP).
+    """Seed 0 reaches 0.967 top-1 at an eval within the 1,500-step budget (see MINI_TARGET_STEP).
 
     Counter-case measured: the same mini with 12 filters instead of 16 peaks at 0.965 top-1
     (step 1,000 of a 10-epoch schedule) and would fail here."""
     s = runs.summary(mini_run)
     assert s["status"] == "success" and s["seed"] == 0
     assert s["final_quality"] >= s["target"] == 0.967
-    assert abs(s["steps"] - MINI_TARGET_STEP[0]) <= MINI_EVAL_EVERY, s["steps"]
+    assert s["steps"] % MINI_EVAL_EVERY == 0 and s["steps"] <= MINI_BUDGET_STEPS, s["steps"]
     assert s["time_to_target_s"] == pytest.approx(s["run_time_s"])
     assert s["is_mlperf"] is False and s["dataset"] == "mnist5k"
     assert s["quality_history"][-1]["quality"] == s["final_quality"]
@@ -233,12 +234,12 @@ def test_mini_reaches_its_target_and_says_so(mini_run):
 @pytest.mark.slow
 @pytest.mark.extended  # the default run keeps seed 0 (suite budget ~25 min on 2 cores)
 def test_mini_reaches_its_target_at_the_measured_step_on_a_second_seed(tmp_path):
-    """Seed 1, with a step budget of one eval past the measured step (no wall-clock budget)."""
-    budget = MINI_TARGET_STEP[1] + MINI_EVAL_EVERY
+    """Seed 1 within the config's step budget (no wall-clock budget)."""
+    budget = MINI_BUDGET_STEPS
     cfg = config_lib.load("resnet", "mini", {"run.seed": 1, "run.max_train_samples": budget * 32})
     s = train.train_and_evaluate(cfg, tmp_path / "run")
     assert s["status"] == "success", s["quality_history"]
-    assert abs(s["steps"] - MINI_TARGET_STEP[1]) <= MINI_EVAL_EVERY, s["steps"]
+    assert s["steps"] % MINI_EVAL_EVERY == 0 and s["steps"] <= MINI_BUDGET_STEPS, s["steps"]
 
 
 @pytest.mark.slow
