@@ -23,12 +23,16 @@ def timed(fit_score: Callable[[], float]) -> tuple[float, float]:
     return value, time.perf_counter() - start
 
 
-def main(mini: str, baselines: Callable[[str], dict[str, float]], metric: str, doc: str) -> None:
-    """The command line of a baseline script: `--only=SUBSTRING`, then the strongest figure."""
+def main(mini: str, baselines: Callable[..., dict[str, float]], metric: str, doc: str,
+         **int_flags: int) -> None:
+    """The command line of a baseline script: `--only=SUBSTRING` and `--NAME=INT` for each of
+    `int_flags` (name: default), passed to `baselines` by keyword; then the strongest figure."""
     import argparse
 
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--only", default="", help="run only baselines whose name contains this")
+    for name, default in int_flags.items():
+        parser.add_argument(f"--{name}", type=int, default=default)
     args = parser.parse_args()
-    best = max(baselines(args.only).values())
+    best = max(baselines(args.only, **{k: getattr(args, k) for k in int_flags}).values())
     print(f"{mini:7s} strongest baseline: {best:.4f} {metric}\n", flush=True)

@@ -57,9 +57,10 @@ def test_a_mini_run_is_labelled_not_an_mlperf_result_and_the_full_spec_may_be_on
 # the batch-1 comparison below. Why a tolerance at all: within one compiled bucket a row's
 # logits are bit-identical whatever its position and whatever the padding rows (measured), but
 # XLA:CPU compiles a different kernel per batch size, and the logits of one image computed at
-# batch 1, 8, 32, 120 (the training eval) or 360 differ by up to 5.7e-6 (measured on the
-# trained mini). A sample whose two best logits are closer than that can flip its argmax.
-CROSS_BATCH_TOL = 1e-4
+# batch 1, 8, 32, 120 (the training eval) or 360 differ by up to 5.7e-6 on the 16-filter mini
+# and 1.14e-5 (logits up to ~7) on the 32-filter one of 2026-12-05 (measured, step 250). A sample
+# whose two best logits are closer than that can flip its argmax.
+CROSS_BATCH_TOL = 5e-4
 
 
 @pytest.mark.slow
@@ -109,7 +110,7 @@ def test_accuracy_mode_every_response_equals_the_direct_prediction(tmp_path):
     flips = int(near_tie.sum())
     assert abs(summary["accuracy"] - trained["final_quality"]) <= flips / 1000 + 1e-9
     assert summary["accuracy"] == pytest.approx(np.mean(responses == samples.labels))
-    assert summary["accuracy"] > 0.5  # it has learned: 0.650 at step 250 (seed 0), chance 0.1
+    assert summary["accuracy"] > 0.5  # it has learned: 0.717 at step 250 (seed 0), chance 0.1
 
 
 def test_synthetic_samples_serve_offline_labelled_and_refuse_accuracy(tmp_path, capsys):

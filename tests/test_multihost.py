@@ -2,7 +2,8 @@
 ResNet mini to a target: one global mesh over both processes' devices, one MLPerf log and
 one summary, written by process 0.
 
-The target is lowered to 0.85 top-1 (reached before the mini's 0.967, at step 750): this test is
+The target is lowered to 0.80 top-1 (seed 0 reads 0.857 at step 375, the mini's 0.976 comes at
+step ~1,500): this test is
 about the launcher, the shared mesh and the single writer. That the mini converges is
 tests/test_resnet.py's job, and that two processes train exactly like one process on two devices
 is tests/test_multihost_trajectory.py's."""
@@ -30,7 +31,7 @@ def test_two_processes_train_the_mini_to_target_with_one_log(repo_root, tmp_path
     command = [_tpubench(), "launch", "local", "--processes=2", "--",
                sys.executable, "-m", "workloads.resnet.main",
                "--config=workloads/resnet/configs/mini.py", f"--workdir={workdir}",
-               "--config.eval.target_value=0.85"]
+               "--config.eval.target_value=0.80"]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run(command, cwd=repo_root, env=env, capture_output=True, text=True,
                           timeout=900)
@@ -50,7 +51,8 @@ def test_two_processes_train_the_mini_to_target_with_one_log(repo_root, tmp_path
     assert log.count('"key": "run_stop"') == 1
     assert '"status": "success"' in log
     assert sorted(p.name for p in workdir.glob("*.txt")) == ["mlperf_log.txt", "sharding.txt"]
-    assert sorted(p.name for p in workdir.glob("*.json")) == ["sharding.json", "summary.json"]
+    assert sorted(p.name for p in workdir.glob("*.json")) == [
+        "provenance.json", "sharding.json", "summary.json"]
     assert len((workdir / "metrics.jsonl").read_text().splitlines()) > 0
     # Progress is printed by process 0 only.
     progress = [line for line in lines if "top1_accuracy" in line]

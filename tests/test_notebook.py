@@ -3,10 +3,10 @@ right: every figure checked here is recomputed by the test from the files the ru
 the library entry point a person would otherwise use (`tpubench report`, `tpubench fit`).
 
 Each notebook has one cell tagged `parameters` with a person's defaults; `execute` inserts a
-cell after it with smaller values (papermill's convention), so the tests stay cheap: 3 seeds of
-the ResNet mini to a 0.85 target, the DLRM smoke config for the fit-check, 3 batch buckets and a
-3-try Server search for serving (on a run the train-and-score notebook trained: the training is
-shared).
+cell after it with smaller values (papermill's convention), so the tests stay cheap: the
+quickstart's mini to a 0.90 target, 3 seeds of the ResNet mini to a 0.80 target, the DLRM smoke
+config for the fit-check, 3 batch buckets and a 3-try Server search for serving (on a run the
+train-and-score notebook trained: the training is shared).
 """
 
 from __future__ import annotations
@@ -54,9 +54,14 @@ def plots(outputs: str) -> list[pathlib.Path]:
     return paths
 
 
+# The quickstart's run to a lowered target (seed 0 reads 0.946 at step 500): that the mini
+# reaches its own 0.976 is tests/test_resnet.py's (~2.5 min; suite budget ~25 min on 2 cores).
+QUICKSTART_TARGET = 0.90
+
+
 def test_quickstart_notebook_trains_the_mini_to_target_and_plots(tmp_path):
-    outputs = execute("quickstart", tmp_path)
-    assert "'status': 'success'" in outputs
+    outputs = execute("quickstart", tmp_path, OVERRIDES={"eval.target_value": QUICKSTART_TARGET})
+    assert "'status': 'success'" in outputs and f"'target': {QUICKSTART_TARGET}" in outputs
     assert "compliance: VALID" in outputs
     assert len(plots(outputs)) == 1
 
@@ -105,12 +110,12 @@ def test_read_results_reproduces_the_olympic_means_and_profiles(google_report, t
 # --- train N seeds and score them; serve one of the runs -------------------------------------
 
 SERIES_RUNS = 3  # the fewest the olympic mean can average (it drops the fastest and slowest)
-SERIES_TARGET = 0.85  # reached at step 375 (3 evals) by seeds 0 and 1, not 750-875 as 0.967
+SERIES_TARGET = 0.80  # seed 0 reads 0.857 at step 375 (3 evals); the mini's 0.976 at ~1,500
 
 
 @pytest.fixture(scope="module")
 def series(tmp_path_factory) -> tuple[pathlib.Path, str]:
-    """The train-and-score notebook on 3 seeds of the ResNet mini (target 0.85), compared with
+    """The train-and-score notebook on 3 seeds of the ResNet mini (target 0.80), compared with
     the shipped Google tree when it is there."""
     google = _shared_dir() / "data" / "mlperf_v07_results" / "Google"
     work = tmp_path_factory.mktemp("train_and_score")
@@ -146,7 +151,7 @@ def test_train_and_score_runs_n_seeds_and_scores_them_by_the_v07_rules(
                for s in summaries)
     for d, seed in zip(dirs, seeds, strict=True):
         assert f"run {d.name}: seed {seed}, success, reached target True" in outputs
-    assert "3 of 3 runs reached the target (top1_accuracy >= 0.85)" in outputs
+    assert f"3 of 3 runs reached the target (top1_accuracy >= {SERIES_TARGET})" in outputs
     minutes = sorted(_minutes_from_log(d / "mlperf_log.txt") for d in dirs)
     m = re.search(r"olympic mean by the v0.7 rules \(mini, NOT an MLPerf result\): (\S+) min "
                   r"over 1 of 3 runs", outputs)

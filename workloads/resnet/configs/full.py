@@ -40,6 +40,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.image_channels = 3
     # Raw uint8 pixels to the device, normalised there (issue 17.2): 4x fewer input bytes.
     c.data.uint8_pixels = True
+    # The reference's augmentation is the random-resized crop and flip; a random shift (the
+    # in-memory minis' augmentation, input_pipeline.random_shifts) is not it: 0 here.
+    c.data.random_shift_pixels = 0
     c.model.num_classes = 1000
     c.data.train_samples = 1_281_167
     c.eval.samples = 50_000

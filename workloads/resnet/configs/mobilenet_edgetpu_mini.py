@@ -6,12 +6,16 @@ data and split (4,000 train / 1,000 held-out digits, 14x14): NOT an MLPerf resul
     tpubench infer resnet --config=mobilenet_edgetpu_mini --params=DIR --scenario=Offline \\
         --mode=accuracy --workdir=DIR2 [--quantize=int8]
 
-Baselines on the same split and pixels (the ResNet mini's, `python baselines/resnet.py
---mini=resnet`, quoted in configs/mini.py): 1-NN 0.945, RBF SVC 0.957 (C=10, the strongest),
-logistic regression 0.905.
+Baselines on the same split and pixels (the ResNet mini's, `python baselines/resnet.py`,
+quoted in configs/mini.py, each tuned by 3-fold CV on the train split): RBF SVC 0.966 (the
+strongest), 3-NN 0.937, logistic regression 0.905. (Untuned, as first measured: 1-NN 0.945, RBF
+SVC 0.957 at C=10.)
 
-Target: 0.970 top-1 on the 1,000 held-out digits: 1.3 points (13 digits) above the RBF SVC and
-below the model's plateau (0.974-0.980 over the last four evals, both seeds).
+Target: 0.970 top-1 on the 1,000 held-out digits: 0.4 points above the tuned SVC, short of the
+1-point margin the ResNet mini now keeps (issue 38, open for this mini), and below the model's
+plateau (0.974-0.980 over the last four evals, both seeds). It keeps the ResNet mini's data and
+split but not its random shift (`data.random_shift_pixels=0`) nor its 24-epoch schedule: what
+was measured is below.
 Measured (JAX 0.10.2 CPU, `tpubench run` with `--config.eval.target_value=1.01`, evals every
 epoch = 125 steps of 32), top-1 at steps 125, 250, ..., 1,500:
     seed 0: 0.618 0.556 0.903 0.957 0.955 0.967 0.965 0.969 0.975 0.974 0.978 0.978
@@ -38,5 +42,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.optimizer.update({"name": "lars", "learning_rate": 2.0, "momentum": 0.9,
                         "weight_decay": 1e-4, "epsilon": 0.0})
     full.set_schedule(c, warmup_epochs=2, train_epochs=12)  # 250 and 1,500 steps of 32
+    c.run.max_train_samples = 12 * c.data.train_samples  # step budget: 1,500 steps
+    c.data.random_shift_pixels = 0  # measured without the ResNet mini's shifts
     c.eval.target_value = 0.970
     return c

@@ -22,6 +22,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.data.train_samples = 8
     c.eval.samples = 8
     c.model.num_filters = 8
+    c.data.random_shift_pixels = 0  # any source, ImageNet's tfds path included
     c.eval.every_samples = 8
     c.run.max_train_samples = 8
     c.run.steps_per_dispatch = 1
