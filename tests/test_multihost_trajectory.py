@@ -31,7 +31,7 @@ from tpubench.loops import checkpoint, steps
 OVERRIDES = ("--config.data.source=digits", "--config.data.dataset=sklearn_digits",
              "--config.data.image_size=8", "--config.data.train_samples=1437",
              "--config.eval.samples=360", "--config.eval.batch_size=120",
-             "--config.model.num_filters=12",
+             "--config.model.num_filters=12", "--config.data.random_shift_pixels=0",
              "--config.eval.target_value=1.1", "--config.eval.every_samples=320",
              "--config.run.max_train_samples=2560",
              # The mini's schedule in epochs of these 1,437 digits (45 steps each): warmup 2,
