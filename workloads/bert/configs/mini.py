@@ -18,7 +18,8 @@ Baselines (`python baselines/bert.py mlm --config=mini`; counts over the trainin
 Target: 0.192 = the strongest plain baseline + 4 standard errors (0.1875 + 4 x 0.0011); 2.8
 standard errors above the gated copy. A thin margin: the model's edge lies in the shown words.
 
-Measured (harness runs; deterministic on CPU), accuracy at steps 1,000, 1,100, ...:
+Measured (harness runs; repeatable on one machine, not across CPUs), accuracy at steps 1,000,
+1,100, ...:
   seed 0: .1833 .1850 .1882 .1887 .1903 .1927 .1920             -> 0.192 first at step 1,500
   seed 1: .1842 .1859 .1885 .1885 .1913 .1909 .1935             -> 0.192 first at step 1,600
 Asserted in tests/test_bert.py (seed 1 with --extended). Wall time: not measured on a quiet

@@ -18,7 +18,8 @@ Baselines (`python baselines/transformer.py --data_dir=DIR`): copy the German so
 0.90 BLEU; word-by-word dictionary 22.24; nearest-neighbour retrieval 12.22. Target 0.25: 2.76
 BLEU above the strongest baseline.
 
-Measured (CPU, 2 cores shared with other jobs; steps and BLEU are deterministic on CPU):
+Measured (CPU, 2 cores shared with other jobs; steps and BLEU repeat on one machine;
+another CPU's rounding may move them):
 - seed 0: 6.52 at step 100, 10.91 at 200, 19.06 at 300, 24.04 at 400, 27.70 at 500: target
   reached at step 500.
 - seed 1: 18.20 at step 300, 23.90 at 400, 26.90 at 500: target reached at step 500; its MLPerf

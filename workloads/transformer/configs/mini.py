@@ -19,9 +19,9 @@ most-associated English word (Dice over the 29,000 training pairs, ties broken a
 the training translation with the most similar source (TF-IDF uni+bigram cosine) 12.22. Target 0.25:
 2.76 BLEU above the strongest baseline.
 
-Measured (CPU, 2 cores shared with other jobs; steps and BLEU are deterministic on CPU, times
-are not quoted): seed 0: BLEU 7.84 at step 90, 21.60 at 180, 26.28 at 270, 30.17 at 360, so the
-target is reached at step 270; seed 1: 9.26 at step 90, 21.68 at 180,
+Measured (CPU, 2 cores shared with other jobs; steps and BLEU repeat on one machine, not
+across CPUs; times are not quoted): seed 0: BLEU 7.84 at step 90, 21.60 at 180, 26.28 at 270,
+30.17 at 360, so the target is reached at step 270; seed 1: 9.26 at step 90, 21.68 at 180,
 25.99 at 270, also reaching it at step 270. tests/test_transformer.py asserts these
 steps (within one eval point) for both seeds.
 """

@@ -13,12 +13,12 @@ Baselines (baselines/unet3d.py, the same 44 eval tiles and Dice): majority tissu
 gradient-boosted trees 0.6233 (the strongest).
 
 Measured (session 2026-12-02c, with --config.eval.target_value=0.99 to see the whole 1,000-step
-poly schedule; deterministic; shared 2-core CPU at load ~15): both seeds plateau from step ~600
-at 0.58-0.65, noisy (up to 0.06 from one eval to the next). Target 0.63, chosen from these
-curves: reached at step 775 (seed 0) and step 750 (seed 1). Far above the trivial baselines
-but only 0.007 above the gradient-boosted trees: at this size the network segments about as
-well as those trees, not clearly better. 1,000 steps took 3,110 and 3,087 s on the 2 cores at
-load ~15, so its step-bounded test (tests/test_unet3d.py) runs only with --extended.
+poly schedule; repeatable on one machine; shared 2-core CPU at load ~15): both seeds plateau
+from step ~600 at 0.58-0.65, noisy (up to 0.06 from one eval to the next). Target 0.63, chosen
+from these curves: reached at step 775 (seed 0) and step 750 (seed 1). Far above the trivial
+baselines but only 0.007 above the gradient-boosted trees: at this size the network segments
+about as well as those trees, not clearly better. 1,000 steps took 3,110 and 3,087 s on the 2
+cores at load ~15, so its step-bounded test (tests/test_unet3d.py) runs only with --extended.
 The per-eval curves and the earlier crop sizes: workloads/unet3d/README.md.
 """
 
