@@ -35,6 +35,8 @@ def test_the_server_scenario_is_refused_for_the_mobile_benchmark(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # 89 s (2026-12-05 suite); the mobile notebook's test serves int8 weights
+# in the default run (tests/test_notebook.py); suite budget ~25 min on 2 cores
 def test_served_accuracy_is_the_training_eval_and_int8_weights_keep_it(tmp_path):
     """Trains the mini 4 epochs (500 steps), serves the checkpoint in accuracy mode: Offline
     (bucket 200, the training eval's batch) and SingleStream (bucket 1) report the training

@@ -12,31 +12,33 @@ from tpubench import config as config_lib
 from tpubench.infer import cli
 from tpubench.loops import supervised as train
 
-# The eval step at which the mini first reaches its target, per seed, measured with the config
-# as committed (workloads/rnnt/configs/mini.py); evals every 75 steps.
-MINI_TARGET_STEP = {0: 525, 1: 450}
+# The eval step at which the mini first reaches its target, measured on an Intel Xeon with the
+# config as committed (workloads/rnnt/configs/mini.py): seeds 0-4 and each with lr x (1 + 1e-6)
+# cross between steps 375 and 600 (seed 0: 525, seed 1: 450). Rounding moves the step by an
+# eval or two, so the tests give each run the latest crossing measured plus one eval.
 MINI_EVAL_EVERY = 75
+MINI_LATEST_CROSSING = 600
+MINI_BUDGET_STEPS = MINI_LATEST_CROSSING + MINI_EVAL_EVERY
 
 
 @pytest.fixture(scope="module")
 def mini_run(tmp_path_factory, shared_data_dir):
     workdir = tmp_path_factory.mktemp("rnnt_mini") / "run"
-    budget = MINI_TARGET_STEP[0] + MINI_EVAL_EVERY
     cfg = config_lib.load("rnnt", "mini", {"data.dir": str(shared_data_dir),
-                                           "run.max_train_samples": budget * 32})
+                                           "run.max_train_samples": MINI_BUDGET_STEPS * 32})
     return workdir, train.train_and_evaluate(cfg, workdir)
 
 
 @pytest.mark.slow
-def test_mini_reaches_its_wer_target_at_the_measured_step(mini_run):
-    """Seed 0, step budget one eval past the measured step (no wall-clock budget).
+def test_mini_reaches_its_wer_target_within_the_measured_steps(mini_run):
+    """Seed 0, step budget one eval past the latest crossing measured (no wall-clock budget).
 
     Bites: not tried (each try is a full mini run); the loss and decoder breaks of
     tests/test_rnnt.py are what this run rests on."""
     _, s = mini_run
     assert s["status"] == "success", s["quality_history"]
-    assert s["final_quality"] <= s["target"]
-    assert abs(s["steps"] - MINI_TARGET_STEP[0]) <= MINI_EVAL_EVERY, s["steps"]
+    assert s["final_quality"] <= s["target"] == 0.20
+    assert s["steps"] <= MINI_BUDGET_STEPS and s["steps"] % MINI_EVAL_EVERY == 0, s["steps"]
     assert all(h["quality"] > s["target"] for h in s["quality_history"][:-1])
 
 
@@ -66,14 +68,13 @@ def test_infer_accuracy_mode_reports_the_training_eval_wer(mini_run, shared_data
 
 @pytest.mark.slow
 @pytest.mark.extended  # the default run keeps seed 0 (suite budget ~25 min on 2 cores)
-def test_mini_reaches_its_wer_target_at_the_measured_step_on_a_second_seed(tmp_path,
-                                                                           shared_data_dir):
-    """Seed 1, step budget one eval past the measured step.
+def test_mini_reaches_its_wer_target_within_the_measured_steps_on_a_second_seed(
+        tmp_path, shared_data_dir):
+    """Seed 1, the same budget.
 
     Bites: not tried (a full mini run per try)."""
-    budget = MINI_TARGET_STEP[1] + MINI_EVAL_EVERY
     cfg = config_lib.load("rnnt", "mini", {"data.dir": str(shared_data_dir), "run.seed": 1,
-                                           "run.max_train_samples": budget * 32})
+                                           "run.max_train_samples": MINI_BUDGET_STEPS * 32})
     s = train.train_and_evaluate(cfg, tmp_path / "run")
     assert s["status"] == "success", s["quality_history"]
-    assert abs(s["steps"] - MINI_TARGET_STEP[1]) <= MINI_EVAL_EVERY, s["steps"]
+    assert s["steps"] <= MINI_BUDGET_STEPS, s["steps"]
