@@ -46,6 +46,8 @@ def test_the_mlperf_configs_are_exactly_the_full_ones_and_meet_every_constraint(
     ("dlrm", "full", {"data.global_batch_size": 65536, "optimizer.learning_rate": 20.0,
                       "schedule.warmup_steps": 2000, "data.source": "criteo_tsv",
                       "run.embedding_rows_multiple": 1}),
+    ("resnet", "full", {"submission.status": "cloud"}),
+    ("resnet", "full", {"submission.status": "research"}),
     ("transformer", "full", {"data.global_batch_size": 1024, "optimizer.learning_rate": 1.5,
                              "schedule.warmup_steps": 1000, "optimizer.beta_2": 0.98,
                              "data.max_len": 128, "data.dir": "/tfds"}),
@@ -93,6 +95,10 @@ def test_changing_the_benchmark_makes_the_run_open_with_the_reason(workload, ove
     ("full_sgd", {"optimizer.learning_rate": 0.5125}, "0.001 * k"),
     ("full_sgd", {"schedule.warmup_steps": 3130}, "integer number of epochs >= 0"),
     ("full", {"optimizer.name": "sgd"}, "SGD momentum must be 0.9"),
+    # mlcommons/logging tag 0.7.0, compliance_checker/0.7.0/common.yaml line 49:
+    # v['value'] in ['cloud', 'onprem', 'research']; `preview` was added in 0.7.1
+    ("full", {"submission.status": "preview"}, "submission.status='preview': must be one of"),
+    ("full", {"submission.status": "available"}, "submission.status='available'"),
 ])
 def test_a_tunable_outside_its_constraint_makes_the_run_open(config, overrides, why):
     """The rules' constraints on tunables, checked on the final config (switching LARS to SGD
@@ -142,3 +148,54 @@ def test_every_allowed_key_exists_and_names_its_rule():
                 assert part in node, (workload, key)
                 node = node[part]
             assert tunable.rule, key
+
+
+# SSD: the rules' table rows `ssd | sgd | ...` (training_rules.adoc v0.7, Hyperparameters) and
+# mlcommons/logging tag 0.7.0 compliance_checker/0.7.0/closed_ssd.yaml (warmup_steps >= 1,
+# warmup_factor >= 0, boundary epochs is_integer(10 * (v[0] / 40.0 - 1)), ... v[1] / 50.0).
+SSD_EPOCH_AT_256 = 459  # ceil(117,266 / 256) steps: the reference's DataLoader keeps the tail
+
+
+def test_ssd_decay_steps_follow_a_new_batch_size_and_the_run_stays_closed():
+    """A batch of 512 keeps the boundary epochs 40 and 50 (the reference's --lr-decay-schedule)
+    at ceil(117,266 / 512) = 230 steps an epoch: the lr decays at steps 9,200 and 11,500, where
+    the log's opt_learning_rate_decay_boundary_epochs says.
+    Bites: `config.derive` not called (decay stays at batch 256's 18,360 / 22,950 and the run
+    turns open), or derive using the old batch."""
+    base = _load("ssd", "full")
+    assert tuple(base.schedule.decay_steps) == (40 * SSD_EPOCH_AT_256, 50 * SSD_EPOCH_AT_256)
+    c = _load("ssd", "full", **{"data.global_batch_size": 512})
+    assert tuple(c.schedule.decay_steps) == (9200, 11500)
+    assert tuple(c.schedule.decay_boundary_epochs) == (40, 50)
+    assert c.is_mlperf is True and c.submission.open_reasons == ()
+    # the command line's parser derives the same
+    cli, _, _ = config_lib.parse_command_line(
+        "ssd", ["--config=full", "--config.data.global_batch_size=512"])
+    assert tuple(cli.schedule.decay_steps) == (9200, 11500) and cli.is_mlperf is True
+    # and so does a non-MLPerf config (the mini's epochs 8 and 10 at 125 -> 63 steps an epoch)
+    mini = _load("ssd", "mini", **{"data.global_batch_size": 64})
+    assert tuple(mini.schedule.decay_steps) == (8 * 63, 10 * 63)
+
+
+@pytest.mark.parametrize(("overrides", "closed", "steps"), [
+    ({"schedule.decay_boundary_epochs": (44, 55)}, True, (44 * 459, 55 * 459)),  # k = 1
+    ({"schedule.decay_boundary_epochs": (36, 45)}, True, (36 * 459, 45 * 459)),  # k = -1
+    ({"schedule.decay_boundary_epochs": (44, 50)}, False, None),  # two different k
+    ({"schedule.decay_boundary_epochs": (45, 50)}, False, None),  # 45 = 40 * 1.125
+    ({"schedule.decay_boundary_epochs": (40, 50, 60)}, False, None),
+    ({"schedule.decay_steps": (18000, 22950)}, False, None),  # not where the log says
+    ({"schedule.warmup_steps": 0}, False, None),
+    ({"schedule.warmup_factor": -1}, False, None),
+    ({"schedule.warmup_factor": 2}, True, None),
+    ({"optimizer.weight_decay": 4e-4}, True, None),  # opt_weight_decay: arbitrary constant
+])
+def test_ssd_schedule_keys_meet_the_rules_table_before_the_run(overrides, closed, steps):
+    """Bites: a constraint dropped from workloads/ssd/tunables.py (the run would stay closed and
+    the checker would reject its log after the run), or opt_weight_decay left out of the table."""
+    c = _load("ssd", "full", **overrides)
+    assert c.is_mlperf is closed, c.submission.open_reasons
+    if not closed:
+        key = next(iter(overrides))
+        assert any(r.startswith(key) for r in c.submission.open_reasons), c.submission.open_reasons
+    if steps:
+        assert tuple(c.schedule.decay_steps) == steps

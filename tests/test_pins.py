@@ -381,7 +381,8 @@ WORKLOAD_KEYS = {
     # boundary epochs, max_samples, model_bn_span; where the backbone lives.
     "ssd": {"data.global_batch_size", "optimizer.learning_rate", "schedule.warmup_steps",
             "schedule.warmup_factor", "schedule.decay_steps", "schedule.decay_boundary_epochs",
-            "data.max_samples", "model.bn_span", "model.backbone_checkpoint"},
+            "data.max_samples", "model.bn_span", "model.backbone_checkpoint",
+            "optimizer.weight_decay"},  # row `ssd | sgd | opt_weight_decay | arbitrary constant`
     # transformer | adam / lazy: global_batch_size, base lr, warmup steps, beta_1, beta_2,
     # epsilon (1e-9); training-set length cut (Data Representation); vocabulary file and
     # data location.

@@ -25,7 +25,7 @@ import ml_collections
 from absl import flags
 from ml_collections import config_flags
 
-from tpubench import division
+from tpubench import division, registry
 from tpubench.errors import UsageError
 
 WORKLOADS_ROOT = pathlib.Path(__file__).resolve().parent.parent / "workloads"
@@ -209,7 +209,7 @@ def load(
         cfg = _load_named(workload, config)
         mlperf = bool(cfg.is_mlperf)
         changed = apply_overrides(cfg, overrides)
-        division.apply(cfg, changed, mlperf)
+        division.apply(cfg, changed + derive(cfg, changed), mlperf)
         return cfg
     cfg, _, positional = parse_command_line(workload, [f"--config={config}", *overrides])
     if positional:
@@ -362,8 +362,17 @@ def parse_command_line(
         _check_tuple(key, _get(cfg, key), _get(before, key))
         division.check_override(before, key, _get(cfg, key))
     changed = [k for k in given if _get(cfg, k) != _get(before, k)]
-    division.apply(cfg, changed, mlperf)
+    division.apply(cfg, changed + derive(cfg, changed), mlperf)
     return cfg, fv, positional
+
+
+def derive(cfg: ml_collections.ConfigDict, changed: Sequence[str]) -> list[str]:
+    """After overrides `changed`, the workload's `derive` recomputes what its config file derives
+    from them (`Workload.derive`); returns the keys it recomputed. Imports the workload's class
+    only when something was overridden."""
+    if not changed or cfg.get("workload") not in registry.names():
+        return []
+    return registry.class_for(cfg).derive(cfg, list(changed))
 
 
 def _check_tuple(key: str, value: Any, old: Any) -> None:

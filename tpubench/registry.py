@@ -145,10 +145,15 @@ def workload_class(name: str) -> type[Workload]:
     return _resolve(_ENTRIES[name].workload)
 
 
+def class_for(config: ml_collections.ConfigDict) -> type[Workload]:
+    """The Workload class of `config`: `config.workload`'s, in the variant `config` selects."""
+    return _resolve(_ENTRIES[variant(config.workload, config)].workload)
+
+
 def create(config: ml_collections.ConfigDict) -> Workload:
     """Instantiate the workload that `config.workload` names, in the variant `config` selects
     (`variant`): e.g. the SQuAD workload for a bert config with `model.task = "squad"`."""
-    return _resolve(_ENTRIES[variant(config.workload, config)].workload)(config)
+    return class_for(config)(config)
 
 
 def served() -> list[str]:

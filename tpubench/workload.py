@@ -16,7 +16,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import jax
@@ -89,6 +89,16 @@ class Workload(abc.ABC):
     # Which harness loop runs it: "supervised" (`tpubench.loops.supervised`) or "generations"
     # (self-play reinforcement learning, `tpubench.loops.selfplay.GenerationWorkload`).
     loop: ClassVar[str] = "supervised"
+
+    @classmethod
+    def derive(cls, config: ml_collections.ConfigDict, changed: Sequence[str]) -> list[str]:
+        """Recompute, in place, the values of `config` that its file derives from keys the
+        overrides `changed` (dotted keys) changed, unless an override set them too; return the
+        keys recomputed. Called by `tpubench.config` after the overrides, before the division
+        is decided (e.g. SSD's decay steps from its boundary epochs at a new batch size). The
+        default derives nothing."""
+        del config, changed
+        return []
 
     def __init__(self, config: ml_collections.ConfigDict):
         self.config = config

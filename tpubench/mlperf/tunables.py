@@ -106,9 +106,11 @@ HARNESS: dict[str, Tunable] = {
     "submission.org": Tunable(f"{RULES}: log metadata (submission_org)"),
     "submission.platform": Tunable(f"{RULES}: log metadata (submission_platform)"),
     "submission.status": Tunable(
-        "log metadata; the 0.7.0 checker allows cloud, onprem, preview, research",
-        one_of("submission.status", ("cloud", "onprem", "preview", "research"),
-               "0.7.0 compliance checker")),
+        "log metadata; the v0.7 round's checker (mlcommons/logging tag 0.7.0, "
+        "compliance_checker/0.7.0/common.yaml line 49) allows cloud, onprem, research "
+        "(`preview` came with 0.7.1, after the round)",
+        one_of("submission.status", ("cloud", "onprem", "research"),
+               "compliance checker 0.7.0, common.yaml")),
 }
 
 

@@ -28,6 +28,7 @@ from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.ssd import coco, convert, convert_mobilenet, input_pipeline, model, optim
+from workloads.ssd import tunables as ssd_tunables
 from workloads.ssd.tunables import CLOSED_TUNABLES
 
 DATA_SOURCES = {
@@ -48,6 +49,7 @@ class SSDWorkload(Workload):
     mlperf_name = "ssd"
     data_sources = DATA_SOURCES
     closed_tunables = CLOSED_TUNABLES  # what closed division lets an override change
+    derive = staticmethod(ssd_tunables.derive)  # decay steps follow the batch
 
     # ---- model ---------------------------------------------------------------------------------
     @functools.cached_property
