@@ -86,14 +86,34 @@ def test_dot_interaction_is_the_strict_lower_triangle_after_the_dense_vector():
     np.testing.assert_allclose(out, expected, rtol=1e-5)
 
 
-def test_learning_rate_warms_up_holds_then_decays_with_power_2():
+def test_learning_rate_is_the_reference_schedulers_at_each_update():
+    """facebookresearch/dlrm c378da26 (mlcommons/training v0.7's submodule), dlrm_s_pytorch.py:
+    `LRPolicyScheduler.get_lr` (lines 111-133) at `_step_count` k for the k-th update (torch's
+    scheduler steps at construction, line 812, and after each optimizer.step, lines 1022-1023).
+    With base 24, W = 2,750, S = 49,315, N = 27,772 (the full config):
+      update 1 (count 1): 24 * (1 - 2749 / 2750) = 24 / 2750   (warmup, line 114)
+      count 2,749: 24 * 2749 / 2750; counts 2,750 .. 49,314: the same, frozen (line 127)
+      count 49,315: 24 (decay, scale 1); count 49,315 + 13,886: 24 * (13,886 / 27,772)^2 = 6
+      count 49,315 + 27,771: max(1e-7, 24 / 27,772^2 = 3.1e-8) = 1e-7 (min_lr, line 121),
+      and frozen there after.
+    Bites: counting updates from 0 (the first update at rate 0), decaying to 0 without the
+    floor, or holding `base` instead of the last warmup rate."""
     w = _workload("full")
-    lr = lambda s: float(w.learning_rate(s))
-    assert lr(0) == 0.0
-    assert lr(1375) == pytest.approx(12.0)
-    assert lr(2750) == pytest.approx(24.0) and lr(49315) == pytest.approx(24.0)
-    assert lr(49315 + 27772 // 2) == pytest.approx(24.0 * 0.25, rel=1e-3)
-    assert lr(49315 + 27772) == 0.0
+    lr = lambda update: float(w.learning_rate(update - 1))  # optax's count = update - 1
+    assert lr(1) == pytest.approx(24 / 2750, rel=1e-6)
+    assert lr(1375) == pytest.approx(12.0, rel=1e-6)
+    held = 24 * 2749 / 2750
+    for update in (2749, 2750, 2751, 30000, 49314):
+        assert lr(update) == pytest.approx(held, rel=1e-6), update
+    assert lr(49315) == pytest.approx(24.0, rel=1e-6)
+    assert lr(49315 + 13886) == pytest.approx(6.0, rel=1e-5)
+    assert lr(49315 + 27770) == pytest.approx(24 * (2 / 27772) ** 2, rel=1e-4)  # 1.24e-7
+    for update in (49315 + 27771, 49315 + 27772, 90000):
+        assert lr(update) == pytest.approx(1e-7, rel=1e-6), update
+    # The mini (W = S = 150: no hold): update 1 at 4 / 150, update 150 at the base rate 4.
+    m = _workload("mini")
+    assert float(m.learning_rate(0)) == pytest.approx(4.0 / 150, rel=1e-6)
+    assert float(m.learning_rate(149)) == pytest.approx(4.0, rel=1e-6)
 
 
 def test_mllog_hyperparameters_carry_every_dlrm_key_of_the_full_config():
@@ -281,6 +301,7 @@ def test_full_config_log_fails_only_the_quality_target(tmp_path):
                                         "run.embedding_rows_multiple": 8,
                                         "data.global_batch_size": 32, "eval.batch_size": 32,
                                         "eval.samples": 32, "eval.every_samples": 32,
+                                        "eval.sample_points": (),
                                         "run.max_train_samples": 32, "run.steps_per_dispatch": 1})
     result = mllog.check_compliance(summary["mlperf_log"])
     assert not result.valid

@@ -75,11 +75,7 @@ def test_a_stopwatch_or_clock_read_waits_for_the_timed_work():
 #     evaluates at whole epochs only, `(iteration + 1) % iters_per_epoch == 0`, and stops at
 #     SOLVER.MAX_ITER = 90,000: its last eval is the 12th; tpubench's budget rule trains on to
 #     the 13th epoch's end rather than leave 2,050 iterations unevaluated.)
-#   dlrm: every 209,759,885 (0.05 epoch, rounded up), batch 55,296, budget one epoch
-#     4,195,197,692 = 19.99999996 intervals -> 20 evals, the last at ceil(20 x 209,759,885 /
-#     55,296) = ceil(75,868.3) = 75,869, the epoch's last step. The reference
-#     (facebookresearch/dlrm dlrm_s_pytorch.py: should_test = ... ((j + 1) % args.test_freq == 0)
-#     or (j + 1 == nbatches)) evaluates every test_freq steps AND at the epoch's last batch: 20.
+#   (dlrm lists its sample points, as the reference evaluates: its own test below.)
 #   rnnt: every epoch of 281,241, batch 64, budget 100,000 x 64 = 6,400,000 = 22.76 epochs ->
 #     23 evals, the last at ceil(23 x 281,241 / 64) = ceil(101,070.98) = 101,071.
 #   deeplab: every epoch of 20,210, batch 4, budget 200,000 x 4 = 800,000 = 39.58 epochs -> 40
@@ -87,7 +83,6 @@ def test_a_stopwatch_or_clock_read_waits_for_the_timed_work():
 #   (rnnt and deeplab have no v0.7 training reference: MLPerf v0.7 serves them only.)
 PARTIAL_BUDGETS = [
     ("maskrcnn", 13, 7_330, 95_279),
-    ("dlrm", 20, 3_794, 75_869),
     ("rnnt", 23, 4_395, 101_071),
     ("deeplab", 40, 5_053, 202_100),
 ]
@@ -106,6 +101,23 @@ def test_a_budget_that_is_not_a_whole_number_of_intervals_ends_with_one_more_eva
     assert (cad.eval_steps[-2] - 1) * gbs < c.run.max_train_samples  # and only just
     for j, s in enumerate(cad.eval_steps, start=1):  # each eval at its own sample point
         assert s == math.ceil(j * every / gbs)
+
+
+def test_dlrm_evaluates_where_the_reference_does_every_test_freq_batches_and_at_the_epoch_end():
+    """facebookresearch/dlrm c378da26 (mlcommons/training v0.7's submodule): bench/run_and_time.sh
+    runs --mini-batch-size=2048 --test-freq=102400, and dlrm_s_pytorch.py lines 1036-1040 test
+    when `(j + 1) % args.test_freq == 0 or (j + 1 == nbatches)`: after every 209,715,200
+    samples (20 times in the 4,195,197,692-sample epoch) and at the epoch's end, 21 evals. At
+    batch 55,296: eval j at ceil(j x 209,715,200 / 55,296), 3,793 ... 75,852, then 75,869.
+    Bites: the former 0.05-epoch interval (209,759,885 samples: sparser than the reference,
+    which the rules' "at least as frequently" forbids; 20 evals), or no eval at the epoch end."""
+    c = config_lib.load("dlrm", "full")
+    cad = Cadence.from_config(c, c.data.train_samples)
+    every, gbs = 102_400 * 2_048, 55_296
+    assert len(cad.eval_steps) == 21
+    assert list(cad.eval_steps[:20]) == [math.ceil(j * every / gbs) for j in range(1, 21)]
+    assert (cad.eval_steps[0], cad.eval_steps[19], cad.eval_steps[-1]) == (3_793, 75_852, 75_869)
+    assert cad.max_steps == 75_869 == math.ceil(4_195_197_692 / gbs)
 
 
 # ---- 3. the absolute epoch_num of each eval in a real run's log ---------------------------------

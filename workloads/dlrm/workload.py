@@ -1,9 +1,10 @@
 """DLRM on Criteo 1TB (MLPerf Training v0.7 `dlrm`): the workload contract.
 
 Loss: binary cross-entropy on the click logit. Optimizer: plain SGD (no momentum, no weight
-decay) with the reference's schedule: linear warmup from 0 to the base rate over
-`warmup_steps`, constant until `lr_decay_start_steps`, then polynomial decay of power 2 to 0
-over `lr_decay_steps`. Quality: ROC AUC of the eval set (sklearn `roc_auc_score` on the
+decay) with the reference's schedule, its `LRPolicyScheduler` to the step: linear warmup
+over `warmup_steps`, held until `lr_decay_start_steps`, then polynomial decay of power 2 over
+`lr_decay_steps`, floored at 1e-7 (`learning_rate` says how torch counts its steps).
+Quality: ROC AUC of the eval set (sklearn `roc_auc_score` on the
 per-example scores the device returns).
 """
 
@@ -93,18 +94,32 @@ class DLRMWorkload(Workload):
 
     # ---- optimizer -----------------------------------------------------------------------------
     def learning_rate(self, step: int | jax.Array) -> float | jax.Array:
-        """Warmup, constant, then poly-2 decay to 0 (the reference's LRPolicyScheduler)."""
-        c = self.config
-        lr, s = c.optimizer.learning_rate, c.schedule
-        warmup = optax.linear_schedule(0.0, lr, max(1, s.warmup_steps))
-        decay = optax.polynomial_schedule(lr, 0.0, s.decay_power, s.decay_steps)
-        step = jnp.asarray(step)
-        after_decay_start = jnp.maximum(step - c.schedule.decay_start_step, 0)
-        return jnp.where(
-            step < c.schedule.warmup_steps,
-            warmup(step),
-            jnp.where(step < s.decay_start_step, lr, decay(after_decay_start)),
-        )
+        """The rate of optimizer update `step` (0-based, optax's count): the reference's
+        `LRPolicyScheduler.get_lr` (facebookresearch/dlrm at mlcommons/training v0.7's submodule
+        commit c378da26, dlrm_s_pytorch.py lines 99-133) at torch's `_step_count` = step + 1
+        (torch's scheduler steps once when it is built, line 812, and after every
+        `optimizer.step()`, lines 1022-1023, so update k runs at count k):
+          count < W:          base * (1 - (W - count) / W)      (base / W for the first update)
+          S <= count < S + N: max(1e-7, base * ((N - (count - S)) / N) ** decay_power)
+          otherwise:          the last rate set ("freeze at last"): base * (W - 1) / W between
+                              warmup and decay, max(1e-7, base / N**2) after the decay; base
+                              when N = 0 ("do not adjust") or W <= 1 (no warmup rate was set).
+        """
+        s = self.config.schedule
+        base, w, start, n = (float(self.config.optimizer.learning_rate), int(s.warmup_steps),
+                             int(s.decay_start_step), int(s.decay_steps))
+        power, floor = float(s.decay_power), 1e-7
+        count = jnp.asarray(step) + 1
+        held = base * (w - 1) / w if (n > 0 and w > 1) else base
+        # base * (1 - (W - count) / W), written as base * count / W: the same number, without
+        # float32's cancellation (3e-5 relative at the first update)
+        warm = base * count / max(w, 1)
+        if n <= 0:
+            return jnp.where(count < w, warm, base)
+        decayed = jnp.maximum(floor, base * ((n - (count - start)) / n) ** power)
+        frozen = max(floor, base * (1.0 / n) ** power)
+        return jnp.where(count < w, warm, jnp.where(
+            count < start, held, jnp.where(count < start + n, decayed, frozen)))
 
     def optimizer(self) -> optax.GradientTransformation:
         return optax.sgd(self.learning_rate)

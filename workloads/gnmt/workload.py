@@ -54,14 +54,16 @@ from workloads.gnmt import model as model_lib
 def warmup_multistep(base: float, total_steps: int, warmup_steps: int, remain_steps: int,
                      decay_interval: int, decay_steps: int, decay_factor: float
                      ) -> optax.Schedule:
-    """The reference's `WarmupMultiStepLR` (lr_scheduler.py) at optimizer step `count`:
-    exponential warmup base * 0.01 ** ((warmup - count) / warmup) up to `warmup_steps`, then
-    `base`, then from `remain_steps` on base * factor ** min(1 + (count - remain) // interval,
-    decay_steps)."""
+    """The reference's `WarmupMultiStepLR` (lr_scheduler.py) for optax's `count` (0-based):
+    update `count` + 1 runs at the reference's `last_epoch` t = count + 1 (torch 1.0's scheduler
+    sets last_epoch 0 when built, and fp_optimizers.py lines 104-105 / 161-162 call
+    `scheduler.step()` before each `optimizer.step()`): exponential warmup
+    base * 0.01 ** ((warmup - t) / warmup) while t <= `warmup_steps`, then `base`, then from
+    `remain_steps` on base * factor ** min(1 + (t - remain) // interval, decay_steps)."""
     del total_steps  # the caller derived remain_steps and decay_interval from it
 
     def schedule(count: jax.Array) -> jax.Array:
-        t = jnp.asarray(count, jnp.float32)
+        t = jnp.asarray(count, jnp.float32) + 1.0
         if warmup_steps > 0:
             warm = base * jnp.power(0.01, (warmup_steps - t) / warmup_steps)
         else:

@@ -11,7 +11,8 @@ embedding parameters (24,036,595,969 in all); the 8 tables of >= 65,536 rows are
 over data x fsdp (logical axis "embed_rows"), each padded to a multiple of 4,096 rows
 (24,039,181,313 stored parameters, +0.011%); the 18 small ones are replicated.
 Hyperparameters: the common v0.7 set (GBS 55,296, SGD lr 24, warmup 2,750 steps, poly-2 decay
-from step 49,315 over 27,772 steps); one epoch; AUC target 0.8025, eval every 0.05 epoch.
+from step 49,315 over 27,772 steps); one epoch; AUC target 0.8025; evals where the
+reference's are (every 209,715,200 samples and at the epoch's end: 21).
 
 Measured: not run at full scale here (no TPU, no Criteo 1TB). Checked on CPU: the model is
 instantiated abstractly (jax.eval_shape) with the exact parameter count above and the table
@@ -46,6 +47,7 @@ CRITEO_1TB_TABLE_SIZES = (
 )
 TRAIN_SAMPLES = 4_195_197_692  # days 0-22
 EVAL_SAMPLES = 89_137_319  # half of day 23
+REFERENCE_EVAL_EVERY = 102_400 * 2_048  # test_freq batches of the reference's 2,048 examples
 
 
 def get_config():
@@ -71,7 +73,15 @@ def get_config():
     c.eval.batch_size = 131072
     c.data.train_samples = TRAIN_SAMPLES
     c.eval.samples = EVAL_SAMPLES
-    c.eval.every_samples = 209_759_885  # 0.05 epoch
+    # The reference's evals (bench/run_and_time.sh at facebookresearch/dlrm c378da26, the v0.7
+    # submodule: --mini-batch-size=2048 --test-freq=102400; dlrm_s_pytorch.py lines 1036-1040:
+    # `(j + 1) % args.test_freq == 0 or (j + 1 == nbatches)`): every 102,400 x 2,048 samples,
+    # and at the epoch's last batch: 20 + 1 evals. The rules ("Quality measure": at least as
+    # frequently as the reference) allow no sparser cadence.
+    c.eval.every_samples = REFERENCE_EVAL_EVERY
+    c.eval.sample_points = tuple(
+        j * REFERENCE_EVAL_EVERY for j in range(1, TRAIN_SAMPLES // REFERENCE_EVAL_EVERY + 1)
+    ) + (TRAIN_SAMPLES,)
     c.run.max_train_samples = TRAIN_SAMPLES  # one epoch
     c.run.steps_per_dispatch = 100  # ~3,794 steps per eval: blocks of 100, then one remainder block
 
