@@ -18,6 +18,7 @@ listed as a checkpoint: the rerun resumes from the previous one.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import Any
@@ -116,6 +117,7 @@ def restore_usable(mgr: ocp.CheckpointManager, abstract_state: Any, shardings: A
         except Exception as e:  # what a damaged file raises varies (ValueError, TensorStore's)
             # The first sentence: TensorStore appends a page of its spec after "See full".
             reason = (str(e).strip().splitlines() or [""])[0].split(" See full")[0][:300]
+            _quiet_orphaned_reads(os.path.join(os.fspath(mgr.directory), str(step)))
             where = set_aside(mgr.directory, step)
             print(f"tpubench: checkpoint {step} cannot be restored ({type(e).__name__}: "
                   f"{reason}); set aside, kept, as {where}; trying the previous one.",
@@ -151,6 +153,33 @@ def _quiet_closed_loop() -> None:
 
     hook._tpubench_closed_loop = True  # type: ignore[attr-defined]
     sys.unraisablehook = hook
+
+
+class _OrphanedReads(logging.Filter):
+    """Drops asyncio's "Task exception was never retrieved" for the reads of a checkpoint that
+    was set aside: one failing read ends the restore, and each sibling read of the same damaged
+    files fails later, unawaited, and reports a page-long traceback when collected."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("Task exception was never retrieved"):
+            return True
+        text = str(record.msg) + (str(record.exc_info[1]) if record.exc_info else "")
+        return not any(path in text for path in self.paths)
+
+
+_ORPHANED = _OrphanedReads()
+
+
+def _quiet_orphaned_reads(step_dir: str) -> None:
+    """From now on, drop the orphaned-read reports that name `step_dir` (see `_OrphanedReads`)."""
+    _ORPHANED.paths.add(step_dir.rstrip(os.sep) + os.sep)
+    logger = logging.getLogger("asyncio")
+    if _ORPHANED not in logger.filters:
+        logger.addFilter(_ORPHANED)
 
 
 def set_aside(checkpoints: str | os.PathLike, step: int) -> str:
