@@ -125,23 +125,64 @@ def _init_ranges(name, **overrides):
     16, vocabulary 50 (the init rules do not depend on the size beyond g = 1/sqrt(hidden))."""
     c = _config(name, **{"model.hidden_size": 16, "model.vocab_size": 50, **overrides})
     params = nn.meta.unbox(jax.jit(GNMTWorkload(c).init)(jax.random.PRNGKey(0))[0])
-    rest = [np.abs(leaf).max() for path, leaf in jax.tree_util.tree_leaves_with_path(params)
-            if "attention" not in jax.tree_util.keystr(path)]
-    return float(max(rest)), float(min(rest)), float(params["attention"]["g"])
+    leaves = [(jax.tree_util.keystr(path), np.abs(leaf).max())
+              for path, leaf in jax.tree_util.tree_leaves_with_path(params)]
+    rest = [top for path, top in leaves if "attention" not in path and "b_hh" not in path]
+    b_hh = [top for path, top in leaves if "b_hh" in path]
+    att = [top for path, top in leaves if "attention" in path
+           and not path.endswith(("['g']", "['b']"))]
+    return {"top": float(max(rest)), "low": float(min(rest)), "g": float(params["attention"]["g"]),
+            "b_hh": float(max(b_hh)), "n_b_hh": len(b_hh), "att": sorted(map(float, att))}
 
 
 def test_init_is_the_references_unless_a_config_scales_it():
-    """The full config initializes as the reference: every LSTM, embedding and classifier
-    weight U(+-0.1), the attention's g = 1/sqrt(hidden); the mini's `model.init_weight` and
-    `model.attention_scale` (configs/mini.py) reach every such parameter. Bites: a module
-    keeping the constant INIT_WEIGHT, or the attention ignoring its scale."""
-    top, low, g = _init_ranges("full")
-    assert 0.09 < low <= top <= 0.1 and g == pytest.approx(0.25)
+    """The full config initializes as the reference (mlcommons/training v0.7
+    rnn_translator/pytorch/seq2seq): every LSTM weight and b_ih, the embedding and the classifier
+    U(+-0.1), every LSTM's b_hh zeros (utils.py `init_lstm_`: `init.zeros_(lstm.bias_hh_l0)`),
+    the attention's W_q, W_k and v U(+-0.1) (models/attention.py: `init_weight=0.1`, not passed
+    by decoder.py) and its g = 1/sqrt(hidden) (`normalize_scalar.data.fill_(stdv)`); the mini's
+    `model.init_weight` and `model.attention_scale` (configs/mini.py) reach every LSTM,
+    embedding and classifier weight and g. Bites: b_hh drawn U(+-0.1); the attention at
+    nn.Linear's U(+-1/sqrt(hidden)) = U(+-0.25) here; a module keeping the constant
+    INIT_WEIGHT, or the attention ignoring its scale."""
+    full = _init_ranges("full")
+    assert 0.09 < full["low"] <= full["top"] <= 0.1 and full["g"] == pytest.approx(0.25)
+    assert full["n_b_hh"] == 9 and full["b_hh"] == 0.0  # 2 + 3 encoder LSTMs, 4 decoder
+    assert len(full["att"]) == 3 and 0.05 < full["att"][0] and full["att"][-1] <= 0.1
     mini = _config("mini")
-    top, low, g = _init_ranges("mini")
-    assert 0.9 * mini.model.init_weight < low <= top <= mini.model.init_weight
+    got = _init_ranges("mini")
+    assert 0.9 * mini.model.init_weight < got["low"] <= got["top"] <= mini.model.init_weight
     assert mini.model.init_weight != 0.1
-    assert g == pytest.approx(mini.model.attention_scale)
+    assert got["g"] == pytest.approx(mini.model.attention_scale)
+    assert got["b_hh"] == 0.0 and got["att"][-1] <= 0.1
+
+
+def test_dropout_is_where_the_reference_decoder_puts_it():
+    """decoder.py: `RecurrentAttention.forward` drops its input (the embedded target) before
+    the first LSTM; `ResidualRecurrentDecoder.forward` concatenates the attention context to
+    x and then drops the concatenation, before each of layers 2-4. So one decode drops
+    [b, t, h] once, then [b, t, 2h] three times, and the context is dropped with x.
+    Bites: no dropout on the decoder embedding; dropping x before the concatenation."""
+    model = gnmt_model.GNMT(gnmt_model.GNMTConfig(vocab_size=20, hidden_size=6, num_layers=4,
+                                                  dropout_rate=0.5, deterministic=False))
+    src = jnp.array([[5, 6, 7, 1], [8, 1, 0, 0]], jnp.int32)
+    tgt_in = jnp.array([[0, 3, 4], [0, 2, 2]], jnp.int32)
+    rngs = {"params": jax.random.PRNGKey(0), "dropout": jax.random.PRNGKey(1)}
+    params = model.init(rngs, src, tgt_in)["params"]
+    enc = model.apply({"params": params}, src, method=gnmt_model.GNMT.encode,
+                      rngs={"dropout": jax.random.PRNGKey(2)})
+    keys = model.apply({"params": params}, enc, method=gnmt_model.GNMT.attention_keys)
+    shapes = []
+
+    def record(next_fun, args, kwargs, context):
+        if isinstance(context.module, nn.Dropout):
+            shapes.append(tuple(args[0].shape))
+        return next_fun(*args, **kwargs)
+
+    with nn.intercept_methods(record):
+        model.apply({"params": params}, tgt_in, enc, keys, src != 0,
+                    method=gnmt_model.GNMT.decode, rngs={"dropout": jax.random.PRNGKey(3)})
+    assert shapes == [(2, 3, 6), (2, 3, 12), (2, 3, 12), (2, 3, 12)]
 
 
 def test_decoding_step_by_step_equals_the_teacher_forced_pass():

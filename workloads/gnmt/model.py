@@ -10,14 +10,18 @@ As the reference, mlcommons/training v0.7 `rnn_translator/pytorch/seq2seq/models
   residual connection; dropout on the input of every layer.
 - `decoder.py` (`ResidualRecurrentDecoder`, `RecurrentAttention`): layer 1 is an LSTM whose
   output is the attention query; the attention context is concatenated to the input of layers
-  2-4 (each 2x1024 -> 1024), layers 3-4 residual; dropout on the input of layers 2-4; a
-  `Classifier` Linear(1024, vocab) with bias. The decoder starts from zero states.
+  2-4 (each 2x1024 -> 1024), layers 3-4 residual; a `Classifier` Linear(1024, vocab) with
+  bias. Dropout on the embedded decoder input (`RecurrentAttention.forward`: `inputs =
+  self.dropout(inputs)` before its LSTM) and on each of layers 2-4's input after the context
+  is concatenated (`ResidualRecurrentDecoder.forward`: `torch.cat((x, attn))` then
+  `self.dropout(x)`). The decoder starts from zero states.
 - `attention.py` (`BahdanauAttention(normalize=True)`): score = g * v/|v| . tanh(W_q q + W_k k
-  + b); W_q, W_k without bias; v ~ U(+-1/sqrt(n)), g = 1/sqrt(n), b = 0; padded source
-  positions are filled with -65504 before the softmax.
+  + b); W_q, W_k without bias; W_q, W_k, v ~ U(+-0.1) (its own `init_weight=0.1`, which
+  `RecurrentAttention` does not pass), g = 1/sqrt(n), b = 0; padded source positions are
+  filled with -65504 before the softmax.
 - LSTM cells as PyTorch's `nn.LSTM` (gates i, f, g, o; two bias vectors b_ih and b_hh, which is
-  why the parameter count matches the reference's), weights U(+-0.1) (`init_lstm_`,
-  init_weight=0.1).
+  why the parameter count matches the reference's): weights and b_ih U(+-0.1), b_hh zeros
+  (`seq2seq/utils.py` `init_lstm_`, init_weight=0.1).
 
 Each LSTM layer projects its whole input sequence once and runs the recurrence as one
 `lax.scan` (its body traced and compiled once, whatever the length). The same layers run
@@ -83,7 +87,7 @@ class LSTM(nn.Module):
         w_ih = _param(self, "w_ih", init, (x.shape[-1], 4 * h), ("embed", "mlp"))
         w_hh = _param(self, "w_hh", init, (h, 4 * h), ("embed", "mlp"))
         b_ih = _param(self, "b_ih", init, (4 * h,), ("mlp",))
-        b_hh = _param(self, "b_hh", init, (4 * h,), ("mlp",))
+        b_hh = _param(self, "b_hh", nn.initializers.zeros, (4 * h,), ("mlp",))  # init_lstm_
         if carry is None:
             zeros = jnp.zeros((x.shape[0], h), jnp.float32)
             carry = (zeros, zeros)
@@ -117,16 +121,15 @@ class BahdanauAttention(nn.Module):
     units: int
     dtype: Any = jnp.float32
     scale_init: float = 0.0  # 0: the reference's 1/sqrt(units)
+    init_weight: float = INIT_WEIGHT  # attention.py: BahdanauAttention(init_weight=0.1)
 
     def setup(self):
         n = self.units
         stdv = 1.0 / math.sqrt(n)
-        # nn.Linear's default init: U(+-1/sqrt(fan_in)).
-        self.w_q = self.param("w_q", nn.with_logical_partitioning(_uniform(stdv), ("embed", "mlp")),
-                              (n, n))
-        self.w_k = self.param("w_k", nn.with_logical_partitioning(_uniform(stdv), ("embed", "mlp")),
-                              (n, n))
-        self.v = self.param("v", nn.with_logical_partitioning(_uniform(stdv), ("mlp",)), (n,))
+        init = _uniform(self.init_weight)  # attention.py: uniform_(-init_weight, init_weight)
+        self.w_q = self.param("w_q", nn.with_logical_partitioning(init, ("embed", "mlp")), (n, n))
+        self.w_k = self.param("w_k", nn.with_logical_partitioning(init, ("embed", "mlp")), (n, n))
+        self.v = self.param("v", nn.with_logical_partitioning(init, ("mlp",)), (n,))
         self.g = self.param("g", nn.with_logical_partitioning(
             nn.initializers.constant(self.scale_init or stdv), ()), ())
         self.b = self.param("b", nn.with_logical_partitioning(nn.initializers.zeros, ("mlp",)),
@@ -201,14 +204,14 @@ class GNMT(nn.Module):
         decoder inputs [b, t] (the start token then the target shifted right)."""
         carry = carry if carry is not None else [None] * len(self.dec)
         new_carry = []
-        x = self.embedding[tgt_in]
+        x = self._drop(self.embedding[tgt_in])
         x, c = self.dec[0](x, carry[0])
         new_carry.append(c)
         context, weights = self.attention(x, encoded, keys, src_mask)
-        x, c = self.dec[1](jnp.concatenate([self._drop(x), context], axis=-1), carry[1])
+        x, c = self.dec[1](self._drop(jnp.concatenate([x, context], axis=-1)), carry[1])
         new_carry.append(c)
         for layer, layer_carry in zip(self.dec[2:], carry[2:], strict=True):
-            y, c = layer(jnp.concatenate([self._drop(x), context], axis=-1), layer_carry)
+            y, c = layer(self._drop(jnp.concatenate([x, context], axis=-1)), layer_carry)
             new_carry.append(c)
             x = y + x
         logits = jnp.einsum("bth,hv->btv", x.astype(self.config.dtype),
