@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tpubench import config as config_lib
-from tpubench import division
+from tpubench import division, registry
 
 MLPERF_CONFIGS = [("resnet", "full"), ("resnet", "full_sgd"), ("bert", "full"), ("dlrm", "full"),
                   ("transformer", "full")]
@@ -199,3 +199,44 @@ def test_ssd_schedule_keys_meet_the_rules_table_before_the_run(overrides, closed
         assert any(r.startswith(key) for r in c.submission.open_reasons), c.submission.open_reasons
     if steps:
         assert tuple(c.schedule.decay_steps) == steps
+
+
+@pytest.mark.parametrize(("workload", "needs"), [
+    ("ssd", "--config.model.backbone_checkpoint=resnet34.npz"),
+    ("maskrcnn", "MSRA Caffe2 ResNet-50"),
+    ("minigo", "mlperf07 input planes"),
+])
+def test_a_closed_run_without_what_the_reference_starts_from_stops_before_any_compute(
+        tmp_path, workload, needs):
+    """Issue 34 item 2: the full SSD config with no ImageNet ResNet-34 (the reference's
+    single_stage_detector/ssd train.py --pretrained-backbone); Mask R-CNN, whose reference
+    backbone (maskrcnn_benchmark MODEL.WEIGHT, the MSRA Caffe2 R-50) cannot be loaded yet; MiniGo,
+    whose v0.7 loop (ml_perf/train_loop.py) is not built yet: each closed run stops with one
+    paragraph naming what is missing and the open-division way to run it, before its workdir
+    is created. With --config.submission.division=open the same config passes that check.
+    Bites: a closed run that starts from random weights (the old behaviour: closed, logged as
+    such), or the check after the workdir is written."""
+    from tpubench.errors import UsageError
+    from tpubench.loops import lifecycle
+    from tpubench.loops import run as run_lib
+
+    config = _load(workload, "full")
+    assert config.is_mlperf
+    with pytest.raises(UsageError) as e:
+        run_lib.train_and_evaluate(config, tmp_path / "run")
+    said = str(e.value)
+    assert needs in said and "--config.submission.division=open" in said, said
+    assert not (tmp_path / "run").exists()
+    opened = _load(workload, "full", **{"submission.division": "open"})
+    assert not opened.is_mlperf
+    lifecycle.check_closed(registry.create(opened))  # passes: open division needs nothing
+
+
+def test_a_closed_ssd_run_with_its_backbone_passes_the_closed_check():
+    """The SSD requirement is the backbone file and nothing else (its existence and contents are
+    `check_data`'s, tests/test_ssd.py)."""
+    from tpubench.loops import lifecycle
+
+    config = _load("ssd", "full", **{"model.backbone_checkpoint": "/data/resnet34.npz"})
+    assert config.is_mlperf
+    lifecycle.check_closed(registry.create(config))

@@ -100,6 +100,14 @@ class Workload(abc.ABC):
         del config, changed
         return []
 
+    def closed_requirements(self) -> list[str]:
+        """What a closed-division run of this config needs by the rules and does not have
+        (the reference's start checkpoint, target model, data layout), one sentence each that
+        names the command or setting that gets it. Only asked when `config.is_mlperf`; a
+        non-empty answer stops the run before any compute (`tpubench.loops.lifecycle.
+        check_closed`). The default needs nothing."""
+        return []
+
     def __init__(self, config: ml_collections.ConfigDict):
         self.config = config
         if self.data_sources:

@@ -31,6 +31,7 @@ import jax
 import ml_collections
 
 from tpubench import division, registry
+from tpubench.errors import UsageError
 from tpubench.loops import preemption, provenance
 from tpubench.loops.clock import Clock, now_unix
 from tpubench.loops.progress import Progress
@@ -80,6 +81,22 @@ def check_workdir(workload: Workload, run: RunDir) -> None:
     named) or a finished run (results are never overwritten). Call before any compute."""
     provenance.check(workload.config, run.path)
     run.check_not_finished()
+
+
+def check_closed(workload: Workload) -> None:
+    """`UsageError` when a closed-division run (`is_mlperf`) lacks what the rules require
+    (`Workload.closed_requirements`): one paragraph with each missing thing and the way to run
+    the same config as open division instead. Call before any compute."""
+    c = workload.config
+    if not c.is_mlperf:
+        return
+    missing = workload.closed_requirements()
+    if missing:
+        raise UsageError(
+            f"{workload.name}/{c.config_name} is a closed-division MLPerf config, and a closed "
+            "run must start as the v0.7 reference does: " + " ".join(missing) + " To run it "
+            "anyway as open division (not an MLPerf closed result), add "
+            "--config.submission.division=open.")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -50,7 +50,7 @@ from flax import linen as nn
 from tpubench.errors import UsageError
 from tpubench.loops import checkpoint, preemption, steps
 from tpubench.loops.clock import Clock, Stopwatch
-from tpubench.loops.lifecycle import Attempt, Outcome, check_workdir, say
+from tpubench.loops.lifecycle import Attempt, Outcome, check_closed, check_workdir, say
 from tpubench.loops.progress import Progress
 from tpubench.loops.reporter import duration
 from tpubench.loops.writers import ScalarWriters
@@ -175,6 +175,7 @@ def train_and_evaluate(workload: GenerationWorkload, workdir) -> dict:
         raise UsageError(
             f"{workload.name}/{c.config_name}: run.max_generations and "
             "data.games_per_generation must be >= 1.")
+    check_closed(workload)
     workload.check_data()
     attempt = Attempt.open(workload, run, resumed)
     attempt.metrics = ScalarWriters(run.path, enabled=jax.process_index() == 0)

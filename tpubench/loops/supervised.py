@@ -165,6 +165,7 @@ def train_workload(workload: Workload, workdir) -> dict:
     lifecycle.check_workdir(workload, run)
     checkpoint.check_keep(config)
     source = config.data.source
+    lifecycle.check_closed(workload)
     workload.check_data()  # synthetic too: its model-side checks (start checkpoints, sizes)
     mesh = mesh_lib.build_mesh(config)
     mesh_lib.check_batch(config.data.global_batch_size, mesh)

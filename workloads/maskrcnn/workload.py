@@ -108,6 +108,17 @@ class MaskRCNNWorkload(Workload):
             params, state = torchvision.load_backbone_file(path, params, state, "resnet50")
         return params, state
 
+    def closed_requirements(self) -> list[str]:
+        """The reference starts from the MSRA Caffe2 ResNet-50 (maskrcnn_benchmark
+        MODEL.WEIGHT "catalog://ImageNetPretrained/MSRA/R-50", stride in the 1x1, BGR 0-255
+        inputs), which this harness cannot load yet: a torchvision R-50 (stride in the 3x3,
+        normalised RGB) is another network under frozen stem, res2 and batch norms."""
+        return ["its backbone must be the reference's MSRA Caffe2 ResNet-50 (maskrcnn_benchmark "
+                "MODEL.WEIGHT catalog://ImageNetPretrained/MSRA/R-50), which tpubench cannot "
+                "load yet (model.backbone_checkpoint takes a torchvision ResNet-50, whose stride "
+                "sits in the 3x3 and whose inputs are normalised RGB; the reference freezes the "
+                "stem, res2 and every batch norm, so training cannot correct the difference)."]
+
     def check_data(self) -> None:
         """The data source's check, the backbone file's existence and the input size."""
         paste = self.config.eval.mask_paste

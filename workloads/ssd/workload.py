@@ -103,6 +103,18 @@ class SSDWorkload(Workload):
             params, state = torchvision.load_backbone_file(path, params, state)
         return params, state
 
+    def closed_requirements(self) -> list[str]:
+        """The reference starts from the ImageNet-pretrained torchvision ResNet-34
+        (single_stage_detector/ssd train.py `--pretrained-backbone`, base_model.py `ResNet34`)."""
+        if self.config.model.get("backbone_checkpoint", ""):
+            return []
+        return ["model.backbone_checkpoint is empty, and the reference's SSD starts from the "
+                "ImageNet-pretrained torchvision ResNet-34 (single_stage_detector/ssd train.py "
+                "--pretrained-backbone). Save torchvision's resnet34-333f7ec4.pth as .npz once "
+                "(python -c \"import numpy as np, torch; np.savez('resnet34.npz', **{k: "
+                "v.numpy() for k, v in torch.load('resnet34-333f7ec4.pth').items()})\") and "
+                "pass --config.model.backbone_checkpoint=resnet34.npz."]
+
     def check_data(self) -> None:
         """The data source's check, and the backbone file's existence (before any compute)."""
         super().check_data()

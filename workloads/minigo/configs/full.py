@@ -1,6 +1,6 @@
 """MiniGo, the MLPerf v0.7 closed-division setup (19x19; is_mlperf=True).
 
-    tpubench run minigo --config=full --config.eval.target_file=TARGET.npz
+    tpubench run minigo --config=full --config.submission.division=open  # closed: not yet (issue 34)
 
 Sources: ../shared/docs/WORKLOADS.md (the v0.7 MiniGo row and its hyperparameter line) and the
 reference, mlcommons/training reinforcement/tensorflow/minigo: the network's shape
@@ -15,6 +15,11 @@ reference's frozen target model, converted to an .npz (`eval.target_file`); win 
 (`tpubench/mlperf/rules.py`). Not run here (CPU only): checked abstractly and by `tpubench fit`.
 Not implemented from the reference: playing 75% of self-play moves with 80 readouts ("fast
 play"), resignation, and holdout validation.
+
+Not yet the v0.7 reference's loop (issue 34): 17 AlphaGo Zero input planes (v0.7: 13 `mlperf07`),
+32 steps a generation (v0.7: one pass over 0.3 of the last 5 generations), a random start (v0.7:
+its bootstrap checkpoint). So a closed run stops before any compute and says why
+(`MiniGoWorkload.closed_requirements`); `--config.submission.division=open` runs it as open.
 """
 
 import ml_collections

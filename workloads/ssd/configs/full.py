@@ -9,6 +9,9 @@ Numbers from the v0.7 reference, mlcommons/training single_stage_detector/ssd:
   dboxes300_coco() default boxes.
 - utils.py `COCODetection`: images without boxes are dropped, so an epoch is 117,266 train
   images and the eval 4,952 val images (the reference logs len(train_coco), len(val_coco)).
+- A closed run needs the ImageNet ResNet-34 (`model.backbone_checkpoint`, train.py
+  `--pretrained-backbone`): without it the run stops before any compute and says how to get it
+  (`SSDWorkload.closed_requirements`); `--config.submission.division=open` trains from scratch.
 - The reference leaves `--warmup` (in epochs) to the submitter; the checker requires at least
   one warmup step. Chosen here: 1 epoch at global batch 256 (8 x the reference's 32 per GPU).
 - Another global batch (`--config.data.global_batch_size`) keeps the boundary epochs 40 and 50:
