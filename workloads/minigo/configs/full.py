@@ -1,6 +1,6 @@
 """MiniGo, the MLPerf v0.7 closed-division setup (19x19; is_mlperf=True).
 
-    tpubench run minigo --config=full --config.submission.division=open  # closed: not yet (issue 34)
+    tpubench run minigo --config=full --config.submission.division=open  # not closed yet
 
 Sources: ../shared/docs/WORKLOADS.md (the v0.7 MiniGo row and its hyperparameter line) and the
 reference, mlcommons/training reinforcement/tensorflow/minigo: the network's shape
