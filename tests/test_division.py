@@ -240,3 +240,50 @@ def test_a_closed_ssd_run_with_its_backbone_passes_the_closed_check():
     config = _load("ssd", "full", **{"model.backbone_checkpoint": "/data/resnet34.npz"})
     assert config.is_mlperf
     lifecycle.check_closed(registry.create(config))
+
+
+@pytest.mark.parametrize(("workload", "overrides", "closed", "said"), [
+    # training_rules.adoc v0.7, Hyperparameters: maskrcnn | sgd rows.
+    ("maskrcnn", {"data.global_batch_size": 32}, True, ""),
+    ("maskrcnn", {"optimizer.learning_rate": 0.06}, True, ""),  # 0.02 * 3
+    ("maskrcnn", {"optimizer.learning_rate": 0.03}, False, "0.02 * K"),
+    ("maskrcnn", {"schedule.decay_steps": (66000, 88000)}, True, ""),  # K = 1 at batch 16
+    ("maskrcnn", {"schedule.decay_steps": (60000, 90000)}, False, "(60000, 80000) * (1 + K/10)"),
+    ("maskrcnn", {"schedule.decay_factor": 0.2}, False, "must be 0.1 (maskrcnn | sgd"),
+    ("maskrcnn", {"model.rpn.num_image_candidates": 2000}, False, "changes the benchmark"),
+    # gnmt | adam rows.
+    ("gnmt", {"optimizer.learning_rate": 2e-3, "schedule.remain_steps": 1.0,
+              "schedule.warmup_steps": 0, "data.max_len": 80}, True, ""),
+    ("gnmt", {"schedule.decay_steps": 3}, False, "opt_learning_rate_decay_steps"),
+    ("gnmt", {"schedule.decay_factor": 0.25}, False, "opt_learning_rate_decay_factor"),
+    # minigo | sgd rows.
+    ("minigo", {"data.global_batch_size": 2048, "schedule.lr_rates": (0.01, 0.1, 0.01, 0.001),
+                "data.games_per_generation": 10000}, True, ""),
+    ("minigo", {"data.games_per_generation": 4096}, False, "integer >= 8192"),
+    ("minigo", {"data.min_games_per_generation": 4096}, False, "must be 8192 (minigo | sgd"),
+])
+def test_gnmt_maskrcnn_and_minigo_keys_meet_their_rules_table_rows(workload, overrides, closed,
+                                                                   said):
+    """Each workload's own rows (training_rules.adoc v0.7, "Hyperparameters"): a value the row
+    allows keeps the run closed, one it does not makes it open, quoting the row. Bites: a
+    missing table (every such override open), a constraint left out (e.g. decay factor 0.2
+    closed), or num_image_candidates allowed while the model ignores it."""
+    c = _load(workload, "full", **overrides)
+    assert c.is_mlperf is closed, c.submission.open_reasons
+    if not closed:
+        assert any(said in r for r in c.submission.open_reasons), c.submission.open_reasons
+
+
+def test_maskrcnn_decay_steps_warmup_and_lr_follow_a_new_batch_and_the_run_stays_closed():
+    """At global batch 64 the config file's values: steps (60000, 80000) * 16 / 64, warmup
+    500 * 16 / 64, lr 0.02 * 64 / 16 (maskrcnn_benchmark's linear rule, a 0.02 * K value);
+    an override of one of them keeps it. Bites: `derive` not hooked up (the lr would not decay
+    within the 90,000 x 16-sample budget at batch 64, and the constraint makes it open)."""
+    c = _load("maskrcnn", "full", **{"data.global_batch_size": 64})
+    assert tuple(c.schedule.decay_steps) == (15000, 20000)
+    assert c.schedule.warmup_steps == 125
+    assert c.optimizer.learning_rate == pytest.approx(0.08)
+    assert c.is_mlperf, c.submission.open_reasons
+    kept = _load("maskrcnn", "full", **{"data.global_batch_size": 64,
+                                        "optimizer.learning_rate": 0.04})
+    assert kept.optimizer.learning_rate == pytest.approx(0.04) and kept.is_mlperf

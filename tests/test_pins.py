@@ -376,11 +376,22 @@ WORKLOAD_KEYS = {
              "schedule.decay_steps", "schedule.decay_power", "data.source",
              "run.embedding_shard_min_rows", "run.embedding_rows_multiple",
              "eval.inference_variant", "eval.inference_quantile_file"},
-    "gnmt": set(),  # v0.7 gnmt's table rows are not exposed as overrides (harness keys only)
-    # maskrcnn: no hyperparameter row in v0.7 (the batch is fixed to the reference's); only
+    # gnmt | adam: global_batch_size, opt_base_learning_rate, warmup steps, remain steps, decay
+    # interval, decay steps (4), decay factor (0.5), max_sequence_length; the prepared cache.
+    "gnmt": {"data.global_batch_size", "optimizer.learning_rate", "schedule.warmup_steps",
+             "schedule.remain_steps", "schedule.decay_interval", "schedule.decay_steps",
+             "schedule.decay_factor", "data.max_len", "data.cache_dir"},
+    # maskrcnn | sgd: global_batch_size, opt_base_learning_rate (0.02 K), decay steps (the
+    # (60000, 80000) (1 + K/10) 16 / batch form), decay factor (0.1), warmup steps and factor;
     # where the pretrained backbone and the annotations live.
-    "maskrcnn": {"model.backbone_checkpoint", "data.annotations_dir"},
-    "minigo": set(),
+    "maskrcnn": {"data.global_batch_size", "optimizer.learning_rate", "schedule.decay_steps",
+                 "schedule.decay_factor", "schedule.warmup_steps", "schedule.warmup_factor",
+                 "model.backbone_checkpoint", "data.annotations_dir"},
+    # minigo | sgd: train_batch_size, lr_boundaries, lr_rates, the games per generation (>=
+    # 8,192) and their fixed minimum (8,192); where the target model lives.
+    "minigo": {"data.global_batch_size", "schedule.lr_boundaries", "schedule.lr_rates",
+               "data.games_per_generation", "data.min_games_per_generation",
+               "eval.target_file"},
     # resnet | lars/sgd: global_batch_size, model_bn_span, label smoothing, opt_name, base lr,
     # end lr, poly power, warmup epochs, decay steps, momentum, weight decay, lars_epsilon; the
     # convolution implementation (graph) and uint8 pixels (numerical formats).

@@ -49,6 +49,7 @@ from tpubench.text.ids import PAD_ID
 from tpubench.workload import Batch, PyTree, Workload
 from workloads.gnmt import decode as decode_lib
 from workloads.gnmt import model as model_lib
+from workloads.gnmt.tunables import CLOSED_TUNABLES
 
 
 def warmup_multistep(base: float, total_steps: int, warmup_steps: int, remain_steps: int,
@@ -104,6 +105,7 @@ class GNMTWorkload(PreparedTranslation, Workload):
     name = "gnmt"
     mlperf_name = "gnmt"
     data_sources = DATA_SOURCES
+    closed_tunables = CLOSED_TUNABLES  # what closed division lets an override change
 
     def __init__(self, config: ml_collections.ConfigDict):
         super().__init__(config)

@@ -30,6 +30,7 @@ from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
 from workloads.maskrcnn import coco, input_pipeline, model, optim, rcnn
+from workloads.maskrcnn import tunables as maskrcnn_tunables
 from workloads.maskrcnn.tunables import CLOSED_TUNABLES
 
 DATA_SOURCES = {
@@ -56,6 +57,7 @@ class MaskRCNNWorkload(Workload):
     mlperf_name = "maskrcnn"
     data_sources = DATA_SOURCES
     closed_tunables = CLOSED_TUNABLES  # what closed division lets an override change
+    derive = staticmethod(maskrcnn_tunables.derive)  # decay steps, warmup, lr follow the batch
 
     # ---- model ---------------------------------------------------------------------------------
     @functools.cached_property

@@ -36,6 +36,7 @@ from tpubench.nn.axes import conv_rules
 from tpubench.nn.dtypes import compute_dtype
 from workloads.minigo import gtp, match, play, symmetry
 from workloads.minigo.model import DualNet
+from workloads.minigo.tunables import CLOSED_TUNABLES
 
 FEATURES = 17  # 8 history planes per colour + the colour to play (pgx's and minigo's)
 
@@ -45,6 +46,7 @@ class MiniGoWorkload(GenerationWorkload):
 
     name = "minigo"
     mlperf_name = "minigo"
+    closed_tunables = CLOSED_TUNABLES  # what closed division lets an override change
 
     def __init__(self, config: ml_collections.ConfigDict):
         super().__init__(config)
