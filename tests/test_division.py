@@ -44,8 +44,7 @@ def test_the_mlperf_configs_are_exactly_the_full_ones_and_meet_every_constraint(
                       "schedule.warmup_steps": 100, "schedule.train_steps": 1000,
                       "run.parallelism": "pmap"}),
     ("dlrm", "full", {"data.global_batch_size": 65536, "optimizer.learning_rate": 20.0,
-                      "schedule.warmup_steps": 2000, "data.source": "criteo_tsv",
-                      "run.embedding_rows_multiple": 1}),
+                      "schedule.warmup_steps": 2000, "run.embedding_rows_multiple": 1}),
     ("resnet", "full", {"submission.status": "cloud"}),
     ("resnet", "full", {"submission.status": "research"}),
     ("transformer", "full", {"data.global_batch_size": 1024, "optimizer.learning_rate": 1.5,
@@ -287,3 +286,13 @@ def test_maskrcnn_decay_steps_warmup_and_lr_follow_a_new_batch_and_the_run_stays
     kept = _load("maskrcnn", "full", **{"data.global_batch_size": 64,
                                         "optimizer.learning_rate": 0.04})
     assert kept.optimizer.learning_rate == pytest.approx(0.04) and kept.is_mlperf
+
+
+def test_dlrm_from_the_tsv_days_is_open_and_says_why():
+    """Issue 34 item 5: the TSV reader hashes ids as int(hex, 16) % rows, not through the
+    reference's dictionary of contiguous ids (facebookresearch/dlrm data_utils.py), so a
+    criteo_tsv run is open, with that reason. Bites: the old allow-list (binary or TSV)."""
+    c = _load("dlrm", "full", **{"data.source": "criteo_tsv"})
+    assert not c.is_mlperf
+    assert any("contiguous-id dictionary" in r for r in c.submission.open_reasons)
+    assert not _load("dlrm", "full", **{"data.shuffle_blocks": False}).is_mlperf

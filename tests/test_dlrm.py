@@ -184,6 +184,40 @@ def test_binary_reader_seeks_to_the_step_and_wraps(tmp_path):
     assert [b["mask"].sum() for b in evals] == [4, 4, 2]
 
 
+def test_the_full_config_reads_the_binary_blocks_in_a_new_random_order_each_epoch(tmp_path):
+    """The reference's --mlperf-bin-shuffle (facebookresearch/dlrm bench/run_and_time.sh;
+    dlrm_data_pytorch.py line 418: RandomSampler over data_loader_terabyte.py CriteoBinDataset,
+    whose item idx is the idx-th block of batch_size rows): 10 rows in batches of 4 are 3
+    blocks (rows 0-3, 4-7, 8-9 completed by rows 0-1); each epoch visits each block once, in
+    `block_order(3, epoch, seed)`; a run resumed at step 4 reads what the straight run reads;
+    process 1 of 2 reads the second half of each block. Bites: the file read in one fixed order
+    (the old reader), a shuffle that repeats the same order every epoch, or one that ignores
+    the start step."""
+    from workloads.dlrm import input_pipeline
+
+    rows = np.arange(10 * 40, dtype=np.int32).reshape(10, 40)
+    rows.tofile(tmp_path / criteo.BINARY_TRAIN)
+    sizes = (1000,) * 26
+    c = config_lib.load("dlrm", "full", {"data.dir": str(tmp_path), "run.seed": 5,
+                                         "data.global_batch_size": 4})
+    assert c.data.shuffle_blocks and c.is_mlperf
+    straight = input_pipeline.criteo_binary_train(c, 0, 0, 1)
+    firsts = [int(next(straight)["label"][0]) // 40 for _ in range(9)]
+    orders = [criteo.block_order(3, e, 5) for e in range(3)]
+    assert firsts == [4 * int(b) for order in orders for b in order]
+    assert len({tuple(o) for o in orders}) > 1  # not one order repeated
+    resumed = input_pipeline.criteo_binary_train(c, 4, 0, 1)
+    assert [int(next(resumed)["label"][0]) // 40 for _ in range(5)] == firsts[4:]
+    half = next(criteo.binary_train_batches(tmp_path / criteo.BINARY_TRAIN, sizes, 4, 0, 1, 2,
+                                            shuffle_seed=5))
+    start = 4 * int(orders[0][0]) + 2
+    np.testing.assert_array_equal(half["label"], [40.0 * (start % 10), 40.0 * ((start + 1) % 10)])
+    with c.unlocked():
+        c.data.shuffle_blocks = False
+    in_order = input_pipeline.criteo_binary_train(c, 0, 0, 1)
+    assert [int(next(in_order)["label"][0]) // 40 for _ in range(3)] == [0, 4, 8]
+
+
 def test_flights_features_are_schedule_only_and_match_the_config():
     data = flights.load()
     used = set(flights.DENSE_FEATURES) | set(flights.CATEGORICAL_FEATURES)

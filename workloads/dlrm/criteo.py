@@ -17,8 +17,10 @@ Formats:
     26 sparse, categories already mapped to ids; read by memory map, so a step's rows are a seek.
 
 Position: train step `s` is rows [s*B, (s+1)*B) of the train stream (days 0-22 in order, or
-the train `.bin`), wrapping at the end (a run is one epoch); this process reads its contiguous
-share of each global batch. The binary reader seeks there; the TSV reader has to skip lines.
+the train `.bin`), wrapping at the end (a run is one epoch); with `data.shuffle_blocks` (the
+full config, the reference's `--mlperf-bin-shuffle`) the `.bin`'s batch blocks are visited in a
+random order instead (`block_order`). This process reads its contiguous share of each global
+batch. The binary reader seeks there; the TSV reader has to skip lines.
 Eval is the first `eval_samples` rows of day 23 (TSV) or of the test `.bin`.
 """
 
@@ -179,16 +181,41 @@ def binary_rows(rows: np.ndarray, table_sizes: Sequence[int]) -> Arrays:
     return transform(rows[:, 0], rows[:, 1:1 + NUM_DENSE], rows[:, 1 + NUM_DENSE:], table_sizes)
 
 
+def block_order(num_blocks: int, epoch: int, seed: int) -> np.ndarray:
+    """Epoch `epoch`'s order of the train file's batch blocks under the reference's
+    `--mlperf-bin-shuffle` (facebookresearch/dlrm bench/run_and_time.sh passes it;
+    dlrm_data_pytorch.py line 418 gives the DataLoader `RandomSampler(train_data)`, and
+    data_loader_terabyte.py `CriteoBinDataset.__getitem__(idx)` reads the idx-th block of
+    `batch_size` rows): a uniformly random permutation of the blocks, drawn anew each epoch,
+    here from (seed, epoch) so that a resumed run continues the same order."""
+    return np.random.default_rng([seed, epoch]).permutation(num_blocks)
+
+
 def binary_train_batches(path: str | os.PathLike, table_sizes: Sequence[int],
                          global_batch_size: int, start_step: int, process_index: int,
-                         process_count: int) -> Iterator[Arrays]:
-    """Train batches from the binary file: a seek per step, wrapping at the end."""
+                         process_count: int, shuffle_seed: int | None = None
+                         ) -> Iterator[Arrays]:
+    """Train batches from the binary file, this process's contiguous share of each.
+
+    With `shuffle_seed` (the full config: the reference's `--mlperf-bin-shuffle`), step `s` of
+    epoch `e` reads block `block_order(blocks, e, seed)[s % blocks]`, the file cut into
+    ceil(rows / batch) blocks of `global_batch_size` rows as `CriteoBinDataset` cuts it; the
+    last, partial block is completed with the file's first rows (a static batch shape; the
+    reference trains it as a smaller batch). Without: a seek per step through the file in
+    order, wrapping at the end."""
     data = open_binary(path)
     n = len(data)
     local = global_batch_size // process_count
-    step = start_step
+    blocks = -(-n // global_batch_size)
+    step, order, order_epoch = start_step, None, -1
     while True:
-        first = (step * global_batch_size + process_index * local) % n
+        if shuffle_seed is None:
+            first = (step * global_batch_size + process_index * local) % n
+        else:
+            epoch, index = divmod(step, blocks)
+            if epoch != order_epoch:
+                order, order_epoch = block_order(blocks, epoch, shuffle_seed), epoch
+            first = int(order[index]) * global_batch_size + process_index * local
         if first + local <= n:
             rows = data[first:first + local]
         else:

@@ -81,9 +81,10 @@ def criteo_binary_train(config: ml_collections.ConfigDict, start_step: int, proc
                         process_count: int) -> Iterator[Batch]:
     """This process's share of each global train batch of the reference's binary file."""
     path = pathlib.Path(config.data.dir) / criteo.BINARY_TRAIN
+    seed = int(config.run.seed) if config.data.get("shuffle_blocks", False) else None
     return criteo.binary_train_batches(path, tuple(config.model.table_sizes),
                                        config.data.global_batch_size, start_step, process_index,
-                                       process_count)
+                                       process_count, shuffle_seed=seed)
 
 
 def criteo_binary_eval(config: ml_collections.ConfigDict, process_index: int,

@@ -56,7 +56,11 @@ def get_config():
     c.is_mlperf = True
     c.submission.division = "closed"
     c.data.dataset = "criteo_1tb"
-    c.data.source = "criteo_binary"  # or "criteo_tsv" (day_0 .. day_23), or "synthetic"
+    # The reference's binary files; "criteo_tsv" (day_0 .. day_23) and "synthetic" run open.
+    c.data.source = "criteo_binary"
+    # The reference's --mlperf-bin-shuffle (bench/run_and_time.sh): batch blocks in a random
+    # order each epoch (workloads/dlrm/criteo.py block_order).
+    c.data.shuffle_blocks = True
 
     # Model.
     c.model.num_dense = 13
