@@ -183,3 +183,33 @@ def test_a_resumed_train_stream_gives_the_batches_the_first_run_would_have(mock_
     assert sorted(resumed) == sorted(third)
     for k in third:
         np.testing.assert_array_equal(resumed[k], third[k], err_msg=k)
+
+
+def test_each_epoch_visits_every_image_once_in_a_new_order_and_both_readers_use_it(tmp_path):
+    """MLPerf Training Rules v0.7, Training Data Order; the references reshuffle per epoch (SSD
+    train.py's RandomSampler, maskrcnn_benchmark's DistributedSampler.set_epoch): three epochs of
+    the train stream over 6 mock images, each a permutation of the images with boxes, not all in
+    one order. Both workloads' readers read it. Bites: `repeat().shuffle(n)` (SSD's old stream:
+    epochs mixed at the boundaries, an image twice in one epoch's span) and Mask R-CNN's old one
+    (no example shuffle: one order every epoch)."""
+    import tensorflow_datasets as tfds
+
+    from workloads.ssd import coco as ssd_coco
+
+    cfg = config_lib.load("maskrcnn", "full", {**SMALL, "data.annotations_dir": str(tmp_path)})
+    with tfds.testing.mock_data(num_examples=6), mock.patch.object(
+            tfds.core.DatasetBuilder, "is_prepared", return_value=True):
+        raw = list(tfds.as_numpy(tfds_coco.builder(cfg).as_dataset(split="train")))
+        ids = sorted(int(ex["image/id"]) for ex in raw if len(ex["objects"]["label"]))
+        stream = tfds.as_numpy(tfds_coco.train_stream(cfg, "train", 4).take(3 * len(ids)))
+        got = [int(ex["image/id"]) for ex in stream]
+        epochs = [got[i * len(ids):(i + 1) * len(ids)] for i in range(3)]
+        assert len(ids) >= 3 and all(sorted(e) == ids for e in epochs), (ids, epochs)
+        assert len({tuple(e) for e in epochs}) > 1, epochs
+        ssd_cfg = config_lib.load("ssd", "smoke", {"data.source": "tfds",
+                                                   "data.dataset": "coco/2017"})
+        (tmp_path / coco.ANNOTATION_FILES["train"]).write_text(json.dumps(_instances(raw)))
+        with mock.patch.object(tfds_coco, "train_stream", wraps=tfds_coco.train_stream) as spy:
+            next(coco.train_batches(cfg, 0, 0, 1))
+            next(ssd_coco.train_batches(ssd_cfg, 0, 0, 1))
+        assert spy.call_count == 2

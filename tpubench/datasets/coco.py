@@ -46,3 +46,21 @@ def has_boxes(ex: dict) -> Any:
     """Whether an example has at least one object (a tf.data filter predicate)."""
     tf = tensorflow()
     return tf.shape(ex["objects"]["label"])[0] > 0
+
+
+def train_stream(config: ml_collections.ConfigDict, split: Any, buffer: int) -> Any:
+    """The train examples with boxes (`has_boxes`), epoch after epoch, as a tf.data dataset.
+
+    MLPerf Training Rules v0.7, Training Data Order: each epoch visits every example once, in a
+    new random order; no example of epoch e + 1 comes before the last one of epoch e (the
+    references' DataLoaders: SSD's RandomSampler, Mask R-CNN's DistributedSampler reshuffled
+    each epoch). Here: tfds's file order and a `buffer`-example shuffle, each reshuffled every
+    epoch from `run.seed` (deterministic, so a resumed run that skips the steps done reads the
+    same stream), then `repeat`. A buffer shuffle within the epoch is not a uniform
+    permutation of COCO's 117,266 images (random access would need an ArrayRecord copy)."""
+    import tensorflow_datasets as tfds
+
+    seed = int(config.run.seed)
+    ds = builder(config).as_dataset(split=split, shuffle_files=True, read_config=tfds.ReadConfig(
+        shuffle_seed=seed, shuffle_reshuffle_each_iteration=True))
+    return ds.filter(has_boxes).shuffle(buffer, seed=seed, reshuffle_each_iteration=True).repeat()

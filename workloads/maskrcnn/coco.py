@@ -158,9 +158,7 @@ def train_batches(config: ml_collections.ConfigDict, start_step: int, process_in
     local = int(config.data.global_batch_size) // process_count
     # Images without annotations are dropped (as SSD's stream); a resumed run skips the rows
     # of the steps before `start_step` in tf.data, never converting them.
-    ds = tfds_coco.builder(config).as_dataset(
-        split=split, shuffle_files=True, read_config=tfds.ReadConfig(
-            shuffle_seed=config.run.seed)).filter(tfds_coco.has_boxes).repeat()
+    ds = tfds_coco.train_stream(config, split, 16 * local)  # per epoch, epochs unmixed
     examples = iter(tfds.as_numpy(ds.skip(start_step * local)))
     for step in itertools.count(start_step):
         rows = []

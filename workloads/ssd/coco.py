@@ -123,11 +123,8 @@ def train_batches(config: ml_collections.ConfigDict, start_step: int, process_in
     import tensorflow_datasets as tfds
 
     tf = tfds_coco.tensorflow()
-    b = tfds_coco.builder(config)
     split = tfds.split_for_jax_process("train", process_index=process_index,
                                        process_count=process_count)
-    ds = b.as_dataset(split=split, shuffle_files=True, read_config=tfds.ReadConfig(
-        shuffle_seed=config.run.seed))
     size, m = int(config.data.image_size), int(config.data.max_boxes)
     local = config.data.global_batch_size // process_count
     max_samples = int(config.data.max_samples)
@@ -147,7 +144,7 @@ def train_batches(config: ml_collections.ConfigDict, start_step: int, process_in
 
     options = tf.data.Options()
     options.deterministic = True
-    ds = ds.filter(tfds_coco.has_boxes).repeat().shuffle(16 * local, seed=config.run.seed)
+    ds = tfds_coco.train_stream(config, split, 16 * local)  # per epoch, epochs unmixed
     ds = ds.enumerate().map(prep, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.batch(local, drop_remainder=True).skip(start_step).prefetch(4).with_options(options)
     return iter(tfds.as_numpy(ds))
