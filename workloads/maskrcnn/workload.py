@@ -29,7 +29,7 @@ from tpubench.nn.axes import conv_rules
 from tpubench.nn.dtypes import compute_dtype
 from tpubench.sources import DataSource
 from tpubench.workload import Workload
-from workloads.maskrcnn import coco, input_pipeline, model, optim, rcnn
+from workloads.maskrcnn import coco, input_pipeline, model, msra, optim, rcnn
 from workloads.maskrcnn import tunables as maskrcnn_tunables
 from workloads.maskrcnn.tunables import CLOSED_TUNABLES
 
@@ -106,20 +106,29 @@ class MaskRCNNWorkload(Workload):
         batch norms from that file (torchvision names, tpubench/convert/torchvision.py)."""
         params, state = super().init(rng)
         path = self.config.model.get("backbone_checkpoint", "")
-        if path:
+        if path and msra.is_msra(path):
+            params, state = msra.load_backbone_file(path, params, state)
+        elif path:
             params, state = torchvision.load_backbone_file(path, params, state, "resnet50")
         return params, state
 
     def closed_requirements(self) -> list[str]:
-        """The reference starts from the MSRA Caffe2 ResNet-50 (maskrcnn_benchmark
-        MODEL.WEIGHT "catalog://ImageNetPretrained/MSRA/R-50", stride in the 1x1, BGR 0-255
-        inputs), which this harness cannot load yet: a torchvision R-50 (stride in the 3x3,
-        normalised RGB) is another network under frozen stem, res2 and batch norms."""
-        return ["its backbone must be the reference's MSRA Caffe2 ResNet-50 (maskrcnn_benchmark "
-                "MODEL.WEIGHT catalog://ImageNetPretrained/MSRA/R-50), which tpubench cannot "
-                "load yet (model.backbone_checkpoint takes a torchvision ResNet-50, whose stride "
-                "sits in the 3x3 and whose inputs are normalised RGB; the reference freezes the "
-                "stem, res2 and every batch norm, so training cannot correct the difference)."]
+        """The reference starts from the MSRA Caffe2 ResNet-50 (maskrcnn_benchmark MODEL.WEIGHT
+        "catalog://ImageNetPretrained/MSRA/R-50": stride in the 1x1, BGR 0-255 inputs, the
+        network this model is), read from its pickle (`msra.py`). A torchvision R-50 (stride in
+        the 3x3, normalised RGB) is another network under the frozen stem, res2 and batch
+        norms: open division."""
+        path = str(self.config.model.get("backbone_checkpoint", ""))
+        if msra.is_msra(path):
+            return []
+        said = (f"model.backbone_checkpoint={path!r} is a torchvision ResNet-50, not the "
+                "reference's MSRA Caffe2 R-50 (its stride sits in the 3x3 and it reads "
+                "normalised RGB; the reference freezes the stem, res2 and every batch norm, so "
+                "training cannot correct the difference)." if path else
+                "model.backbone_checkpoint is empty, and the reference starts from the MSRA "
+                "Caffe2 ResNet-50 (maskrcnn_benchmark MODEL.WEIGHT "
+                "catalog://ImageNetPretrained/MSRA/R-50).")
+        return [f"{said} {msra.HOW}"]
 
     def check_data(self) -> None:
         """The data source's check, the backbone file's existence and the input size."""
@@ -135,6 +144,8 @@ class MaskRCNNWorkload(Workload):
         super().check_data()
         path = self.config.model.get("backbone_checkpoint", "")
         if path and not os.path.exists(path):
+            if msra.is_msra(path):
+                msra.read_blobs(path)  # the UsageError naming the fix
             torchvision.read_state_dict(path, "resnet50")  # the UsageError naming the fix
 
     def logical_axis_rules(self) -> tuple[tuple[str, Any], ...]:

@@ -1,7 +1,8 @@
 """Mask R-CNN R-50-FPN on COCO 2017, MLPerf Training v0.7 closed division.
 
     tpubench run maskrcnn --config=full --workdir=DIR --config.data.dir=TFDS_DIR \
-        --config.data.annotations_dir=COCO_DIR/annotations --config.submission.division=open
+        --config.data.annotations_dir=COCO_DIR/annotations \
+        --config.model.backbone_checkpoint=R-50.pkl
     tpubench fit maskrcnn --config=full --topology=v4:2x2x1
     tpubench run maskrcnn --config=full --config.data.source=synthetic
 
@@ -15,13 +16,12 @@ AP 0.339, evaluated every epoch of 117,266 train images on the 5,000 val2017 ima
 The full list of reference keys: workloads/maskrcnn/README.md.
 
 Needs (extras `tfds` and `detection`): COCO from tensorflow-datasets' coco/2017 plus COCO's
-instances_{train,val}2017.json (`data.annotations_dir`; tfds keeps no segmentation), and an
-ImageNet R-50 from a user-provided torchvision state dict as .npz (`model.backbone_checkpoint`).
-Tested on tfds mock data only (tests/test_maskrcnn_coco.py).
-A closed run stops before any compute (`MaskRCNNWorkload.closed_requirements`): the reference
-starts from the MSRA Caffe2 R-50, which tpubench cannot load yet (a torchvision R-50 is another
-network under the frozen stem, res2 and batch norms). `--config.submission.division=open` runs
-it as open division, with or without a torchvision backbone.
+instances_{train,val}2017.json (`data.annotations_dir`; tfds keeps no segmentation), and the
+reference's ImageNet backbone, Detectron's MSRA R-50.pkl (`model.backbone_checkpoint`, read by
+workloads/maskrcnn/msra.py). Tested on tfds mock data and a made pickle only
+(tests/test_maskrcnn_coco.py, tests/test_maskrcnn_msra.py). Without R-50.pkl a closed run stops
+before any compute (`MaskRCNNWorkload.closed_requirements`); a torchvision R-50 (.npz) is another
+network under the frozen stem, res2 and batch norms: `--config.submission.division=open`.
 
 Measured: not run to target (needs COCO with masks and an accelerator).
 `tpubench fit maskrcnn --config=full --topology=v4:2x2x1` (2026-12-02e, on the shared 2-core
