@@ -92,11 +92,15 @@ def test_list_shows_every_workload_and_config_with_its_target(capsys):
     assert cli.main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     listed: dict[str, dict[str, tuple]] = {}
-    workload = None
+    needs: dict[tuple[str, str], str] = {}
+    workload = last = None
     for line in lines:
         m = _LINE.match(line)
         if m:
             listed[workload][m.group(1)] = m.groups()[1:]
+            last = m.group(1)
+        elif line.strip().startswith("closed needs: "):
+            needs[workload, last] = line.strip().removeprefix("closed needs: ")
         else:
             workload = line.split()[0]
             assert line == f"{workload}  (MLPerf: {registry.workload_class(workload).mlperf_name})"
@@ -126,6 +130,13 @@ def test_list_shows_every_workload_and_config_with_its_target(capsys):
     # A several-metric target lists every threshold (Mask R-CNN: box AND mask AP).
     assert listed["maskrcnn"]["full"][1] == "BBOX >= 0.377 and SEGM >= 0.339"
     assert listed["bert"]["full"][1:] == ("masked_lm_accuracy >= 0.712", "MLPerf closed")
+    # Issue 34: each closed config says what a closed run needs (weights, data), none other.
+    closed = {(w, n) for w in registry.names() for n in config_lib.config_names(w)
+              if config_lib.load(w, n).is_mlperf}
+    assert set(needs) == closed and all(needs.values())
+    assert "R-50.pkl" in needs["maskrcnn", "full"] and "ResNet-34" in needs["ssd", "full"]
+    assert "terabyte_processed_" in needs["dlrm", "full"]
+    assert "not runnable closed yet" in needs["minigo", "full"]
 
 
 def test_list_imports_no_model_framework():

@@ -109,6 +109,9 @@ def _cmd_list(argv: list[str]) -> int:
                       else f"{cfg.eval.target_metric} {op} {cfg.eval.target_value}")
             print(f"  --config={cfg_name:<{width}} {cfg.data.dataset:<{data_width}} target {target}"
                   f"  [{kind}]")
+            needs = config_lib.closed_needs(name, cfg_name) if cfg.is_mlperf else ""
+            if needs:
+                print(f"  {'':<{width + 9}} closed needs: {needs}")
     return 0
 
 

@@ -183,13 +183,24 @@ def config_path(workload: str, config: str) -> pathlib.Path:
     return path
 
 
-def load_file(path: str | os.PathLike) -> ml_collections.ConfigDict:
-    """Execute a config file and return its `get_config()`, with `config_name` set."""
-    path = pathlib.Path(path)
+def _module(path: pathlib.Path) -> Any:
     spec = importlib.util.spec_from_file_location(f"_tpubench_config_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    cfg = module.get_config()
+    return module
+
+
+def closed_needs(workload: str, config: str) -> str:
+    """What a closed-division run of an MLPerf config needs beyond the code (weights, data,
+    preparation), as its file's `CLOSED_NEEDS` says; "" when it says nothing. `tpubench list`
+    prints it; the run itself checks (`Workload.closed_requirements`)."""
+    return str(getattr(_module(config_path(workload, config)), "CLOSED_NEEDS", ""))
+
+
+def load_file(path: str | os.PathLike) -> ml_collections.ConfigDict:
+    """Execute a config file and return its `get_config()`, with `config_name` set."""
+    path = pathlib.Path(path)
+    cfg = _module(path).get_config()
     with cfg.unlocked():
         cfg.config_name = cfg.get("config_name") or path.stem
     return cfg

@@ -16,6 +16,14 @@ data at global batch 8192, fails no compliance check but the quality target.
 from tpubench.mlperf import rules
 from workloads.bert.configs._common import bert_base_config
 
+# What a closed run needs besides the code (`tpubench list` prints it; the run checks it).
+CLOSED_NEEDS = (
+    "the MLPerf BERT data (part-*-of-00500 TFRecords and eval_10k, "
+    "--config.data.dir) and the MLPerf start checkpoint "
+    "bs64k_32k_ckpt/model.ckpt-28252 with its bert_config.json "
+    "(model.init_checkpoint)"
+)
+
 
 def get_config():
     """The closed-division config."""

@@ -40,6 +40,13 @@ took 603 s (row-sparse) and 803 s (dense) on the shared 2-core machine.
 from tpubench.config import base_config
 from tpubench.mlperf import rules
 
+# What a closed run needs besides the code (`tpubench list` prints it; the run checks it).
+CLOSED_NEEDS = (
+    "the reference's preprocessed Criteo 1TB binaries "
+    "terabyte_processed_{train,test}.bin (facebookresearch/dlrm "
+    "--mlperf-bin-loader) in --config.data.dir; the TSV days run open"
+)
+
 # facebookresearch/dlrm, dlrm_s_pytorch.py: Criteo Terabyte MLPerf training, max-ind-range 40M.
 CRITEO_1TB_TABLE_SIZES = (
     39884406, 39043, 17289, 7420, 20263, 3, 7120, 1543, 63, 38532951, 2953546, 403346, 10,

@@ -37,6 +37,12 @@ import ml_collections
 from tpubench.config import base_config
 from tpubench.mlperf import rules
 
+# What a closed run needs besides the code (`tpubench list` prints it; the run checks it).
+CLOSED_NEEDS = (
+    "WMT16 en-de through tfds, prepared once with `tpubench prepare gnmt "
+    "--config=full` (Moses tokenization, 32,000 BPE merges)"
+)
+
 
 def get_config() -> ml_collections.ConfigDict:
     """The GNMT-v2 config with the v0.7 reference's hyperparameters."""

@@ -36,6 +36,13 @@ import ml_collections
 from tpubench.config import base_config
 from tpubench.mlperf import rules
 
+# What a closed run needs besides the code (`tpubench list` prints it; the run checks it).
+CLOSED_NEEDS = (
+    "COCO 2017 through tfds (--config.data.dir), COCO's "
+    "instances_{train,val}2017.json (--config.data.annotations_dir) and Detectron's "
+    "MSRA R-50.pkl (--config.model.backbone_checkpoint)"
+)
+
 TRAIN_SAMPLES = 117_266
 EVAL_SAMPLES = 5_000
 REFERENCE_BATCH = 16

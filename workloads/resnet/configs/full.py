@@ -18,6 +18,12 @@ import ml_collections
 from tpubench.config import base_config, steps_for_epochs
 from tpubench.mlperf import rules
 
+# What a closed run needs besides the code (`tpubench list` prints it; the run checks it).
+CLOSED_NEEDS = (
+    "ImageNet 2012 through tfds (manual download of the ILSVRC2012 tars, then `tfds "
+    "build imagenet2012`; --config.data.dir)"
+)
+
 
 def set_schedule(c: ml_collections.ConfigDict, warmup_epochs: float, train_epochs: float) -> None:
     """Linear warmup, then poly-2 decay to 1e-4, from the reference's epochs (converted to the

@@ -10,6 +10,12 @@ import ml_collections
 
 from workloads.resnet.configs import full
 
+# What a closed run needs besides the code (`tpubench list` prints it; the run checks it).
+CLOSED_NEEDS = (
+    "ImageNet 2012 through tfds (manual download of the ILSVRC2012 tars, then `tfds "
+    "build imagenet2012`; --config.data.dir)"
+)
+
 
 def get_config() -> ml_collections.ConfigDict:
     c = full.get_config()

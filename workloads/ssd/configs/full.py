@@ -41,6 +41,12 @@ from tpubench.config import base_config
 from tpubench.mlperf import rules
 from workloads.ssd import tunables
 
+# What a closed run needs besides the code (`tpubench list` prints it; the run checks it).
+CLOSED_NEEDS = (
+    "COCO 2017 through tfds (--config.data.dir) and torchvision's ImageNet "
+    "ResNet-34 as .npz (--config.model.backbone_checkpoint)"
+)
+
 TRAIN_SAMPLES = 117_266  # COCO train2017 images with at least one box (utils.py COCODetection)
 EVAL_SAMPLES = 4_952  # val2017 images with at least one box
 EVAL_EPOCHS = (40, 50, 55, 60, 65, 70, 75, 80)  # train.py --evaluation (v0.7 reference)

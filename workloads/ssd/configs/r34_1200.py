@@ -31,6 +31,12 @@ import ml_collections
 
 from workloads.ssd.configs import full
 
+# What a closed run needs besides the code (`tpubench list` prints it; the run checks it).
+CLOSED_NEEDS = (
+    "COCO 2017 through tfds (--config.data.dir) and torchvision's ImageNet "
+    "ResNet-34 as .npz (--config.model.backbone_checkpoint)"
+)
+
 
 def get_config() -> ml_collections.ConfigDict:
     c = full.get_config()

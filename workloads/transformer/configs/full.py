@@ -37,6 +37,12 @@ import ml_collections
 from tpubench.config import base_config
 from tpubench.mlperf import rules
 
+# What a closed run needs besides the code (`tpubench list` prints it; the run checks it).
+CLOSED_NEEDS = (
+    "WMT17 en-de through tfds, prepared once with `tpubench prepare transformer "
+    "--config=full` (optionally the published vocab.ende.32768)"
+)
+
 
 def get_config() -> ml_collections.ConfigDict:
     """The closed-division Transformer-big config."""
