@@ -177,6 +177,8 @@ HELP_SHOWS = {
                  "Examples:", "tpubench infer resnet --config=mini --scenario=Offline"),
     ("fit",): ("--topology", "--json", "Examples:", "--topology=v5p:2x2x2"),
     ("prepare",): ("--config", "Examples:", "tpubench prepare transformer --config=mini"),
+    ("package",): ("--system", "--system-template", "Examples:",
+                   "tpubench package submission --system=my_system.json"),
     ("launch",): ("local", "tpu-vm", "slurm", "multinode", "Examples:"),
     ("launch", "local"): ("--processes", "(default: 30)", "Examples:"),
     ("launch", "tpu-vm"): ("create", "delete", "Examples:", "tpubench launch tpu-vm all"),

@@ -38,6 +38,7 @@ _COMMAND_HELP = (
     ("infer", "serve a workload's model under the MLPerf LoadGen (Offline, Server, ...)"),
     ("fit", "compile a config for a TPU slice before renting it: memory, FLOPs, roofline"),
     ("prepare", "preprocess a workload's data once, before the runs that read it"),
+    ("package", "lay out finished runs as an MLPerf v0.7 submission tree and check it"),
     ("launch", "run tpubench on several processes or machines (local, tpu-vm, slurm, multinode)"),
 )
 
@@ -67,6 +68,7 @@ _DELEGATES = {
     "infer": "tpubench.infer.cli:main",
     "fit": "tpubench.fit:main",
     "prepare": "tpubench.prepare:main",
+    "package": "tpubench.mlperf.package:main",
 }
 
 
