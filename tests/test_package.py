@@ -1,4 +1,4 @@
-"""`tpubench package` (tpubench/mlperf/package.py, issue 34 item 3): finished runs laid out as the
+"""`tpubench package` (tpubench/package.py, issue 34 item 3): finished runs laid out as the
 MLPerf Training v0.7 submission tree, checked by the official package checker
 (`python -m mlperf_logging.package_checker DIR training 0.7.0`), on Google's real v0.7 logs and
 on mini runs (open division)."""
@@ -13,8 +13,8 @@ import pytest
 import runs
 from test_report_google import official_score
 
+from tpubench import package
 from tpubench.errors import UsageError
-from tpubench.mlperf import package
 from tpubench.report.tree import load_tree, rescore
 
 # The ResNet mini on sklearn's 8x8 digits, cut to 300 steps: every seed measured reaches top-1

@@ -68,7 +68,7 @@ _DELEGATES = {
     "infer": "tpubench.infer.cli:main",
     "fit": "tpubench.fit:main",
     "prepare": "tpubench.prepare:main",
-    "package": "tpubench.mlperf.package:main",
+    "package": "tpubench.package:main",
 }
 
 
