@@ -15,7 +15,7 @@ import pytest
 from flax import linen as nn
 
 from tpubench.errors import UsageError
-from tpubench.infer import cli, logs
+from tpubench.infer import cli, labels, logs
 from tpubench.infer.runner import Engine, server_search
 from tpubench.infer.settings import PROFILES, Mode, RunSettings, Scenario, check_no_audit_config
 from tpubench.infer.spec import InferenceSpec, Samples
@@ -357,28 +357,63 @@ def test_a_quick_run_says_it_is_not_an_mlperf_result_everywhere(engine, tmp_path
     assert any(x.startswith("Result is : VALID") for x in loadgen_summary)  # LoadGen's, kept
 
 
+LOADGEN_6 = ("LoadGen 6.0.17 @ d6147c7eb7, not the v0.7 release (built from mlcommons/inference's "
+             "v0.7 tag, which the v0.7 rules require)")
+
+
 def test_v07_profile_on_a_mini_model_is_still_not_an_mlperf_result(engine, short_v07, tmp_path):
     """Bites: labelling by profile only -> mlperf_result True here."""
     summary = _labelled_run(engine, "v0.7", tmp_path)
     assert summary["mlperf_result"] is False
     assert summary["not_mlperf_reasons"] == [
+        LOADGEN_6.replace("6.0.17 @ d6147c7eb7", summary["loadgen_version"]),
         "the '?' config's model and data are not the tiny benchmark's"]
     assert cli.headline(summary).startswith("NOT AN MLPERF RESULT (")
 
 
-def test_only_v07_on_the_benchmarks_model_and_data_carries_the_bare_name(engine, short_v07,
-                                                                         tmp_path):
-    """Bites: labelling every run as not MLPerf -> this one loses its name."""
+def test_the_benchmarks_model_and_data_under_loadgen_6_are_still_not_a_v07_result(
+        engine, short_v07, tmp_path):
+    """Issue 35: the v0.7 profile on the benchmark's own model and data, under the LoadGen
+    installed (6.x: the only engine today), is labelled NOT AN MLPERF RESULT for that reason
+    alone (the v0.7 rules require the round's LoadGen; the r0.7 submission checker cannot read
+    LoadGen 6's SingleStream and MultiStream summaries). Bites: the old label, which gave this
+    run the bare name "tiny"."""
     bench = dataclasses.replace(
         engine, spec=dataclasses.replace(engine.spec, benchmark_model_and_data=True))
     summary = _labelled_run(bench, "v0.7", tmp_path / "v07")
-    assert summary["mlperf_result"] is True and summary["not_mlperf_reasons"] == []
-    assert summary["benchmark"] == "tiny"
-    assert cli.headline(summary).startswith("MLPerf Inference v0.7 tiny | Offline performance: "
-                                            "VALID")
-    # LoadGen's summary file is left as LoadGen wrote it.
-    assert "NOT AN MLPERF" not in (tmp_path / "v07" / "mlperf_log_summary.txt").read_text()
-    quick = _labelled_run(bench, "quick", tmp_path / "quick")
-    assert quick["mlperf_result"] is False
-    assert quick["not_mlperf_reasons"] == [
-        "the 'quick' profile (not the v0.7 durations, query counts and seeds)"]
+    assert summary["loadgen_version"].startswith("6.")
+    assert summary["mlperf_result"] is False
+    assert summary["benchmark"] == "tiny (NOT AN MLPERF RESULT)"
+    assert summary["not_mlperf_reasons"] == [
+        LOADGEN_6.replace("6.0.17 @ d6147c7eb7", summary["loadgen_version"])]
+    loadgen_summary = (tmp_path / "v07" / "mlperf_log_summary.txt").read_text().splitlines()
+    assert loadgen_summary[1] == summary["label"]
+
+
+def test_the_bare_name_needs_loadgen_v07_the_benchmark_and_reference_weights():
+    """The label rules case by case (labels.not_mlperf_reasons): only the v0.7 profile, LoadGen
+    built from the v0.7 tag (its log says ".5a1", loadgen/version_generator.py), the benchmark's
+    own model and data and weights not trained here (a closed result serves MLPerf's) give the
+    bare name; each other case names its reason; the MLPerf Mobile benchmarks never carry an
+    MLPerf Inference v0.7 name. Bites: any one condition dropped."""
+    def reasons(**kw):
+        args = {"profile": "v0.7", "benchmark_model_and_data": True, "config": "full",
+                "params_source": "reference:resnet50_v1.onnx", "mlperf_name": "resnet50",
+                "loadgen_version": ".5a1 @ 1462709"} | kw
+        return labels.not_mlperf_reasons(**args)
+
+    assert reasons() == []
+    assert labels.result_label(labels.label_fields("resnet50", [])) == \
+        "MLPerf Inference v0.7 resnet50"
+    assert reasons(loadgen_version="6.0.17 @ d6147c7eb7") == [
+        LOADGEN_6.replace("6.0.17 @ d6147c7eb7", "6.0.17 @ d6147c7eb7")]
+    assert reasons(loadgen_version="") == [LOADGEN_6.replace("6.0.17 @ d6147c7eb7",
+                                                             "(version not logged)")]
+    assert reasons(params_source="checkpoint:/runs/run_0") == [
+        "weights trained by tpubench (a closed v0.7 result serves the reference weights MLPerf "
+        "provides)"]
+    assert reasons(params_source="random_init:seed=0") == [
+        "randomly initialised parameters (not a trained model)"]
+    for mobile in ("mobilenet-edgetpu", "mobilebert", "ssd-mobilenetv2", "deeplabv3"):
+        assert reasons(mlperf_name=mobile) == [
+            f"{mobile} is an MLPerf Mobile benchmark, not an MLPerf Inference v0.7 one"]

@@ -186,6 +186,11 @@ def test_mini_offline_server_and_singlestream_run_with_nothing_compiled(mini_eng
                              tmp_path / "single")
     assert single["sut"]["compiles_during_test"] == 0 and single["query_count"] >= 100
     assert set(single["sut"]["batches_run"]) == {"256"}  # one user (<= 70 rows) per batch
+    # v0.7 runs DLRM in Offline and Server only (tests/test_infer_v07_rules.py): the library
+    # still serves SingleStream, labelled so (the CLI refuses it).
+    assert "SingleStream is not a v0.7 scenario of dlrm-99 (Offline, Server)" in \
+        single["not_mlperf_reasons"]
+    assert not any("scenario" in r for r in off["not_mlperf_reasons"])
 
 
 @pytest.fixture(scope="module")

@@ -378,8 +378,9 @@ def test_librispeech_eval_pipeline_on_tfds_mock_data_and_the_15_second_filter():
     assert np.all((arrays["labels"] >= 0) & (arrays["labels"] < text.BLANK))
 
 
-def test_full_inference_target_is_wer_8_3777_percent():
-    """v0.7: 99% of the FP32 reference's word accuracy (WER 7.452253714852645%).
+def test_full_inference_target_is_wer_8_37748_percent():
+    """v0.7: 99% of the FP32 reference's word accuracy, the r0.7 submission checker's
+    (100 - 7.452) x 0.99 (tests/test_infer_v07_rules.py reads the checker).
 
     Bites: 0.99 x the reference WER (a WER target of 7.378%)."""
     from tpubench.infer.spec import inference_spec
@@ -388,6 +389,6 @@ def test_full_inference_target_is_wer_8_3777_percent():
     spec = inference_spec(_workload("full"))
     assert spec.mlperf_name == "rnnt" and spec.benchmark_model_and_data is True
     assert spec.server_latency_bound_ms == 1000.0
-    assert 1.0 - spec.quality_target == pytest.approx(0.083777, abs=5e-7)
+    assert 1.0 - spec.quality_target == pytest.approx(0.0837748, abs=5e-8)
     assert full.WER_TARGET == pytest.approx(1.0 - spec.quality_target, abs=1e-12)
     assert _workload("full").target.higher_is_better is False

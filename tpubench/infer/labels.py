@@ -1,9 +1,10 @@
 """What a `tpubench infer` result may call itself.
 
-Only a run of the `v0.7` profile, on the benchmark's own model and data, with trained
-parameters, may carry an MLPerf Inference benchmark name (`resnet50`, `bert-99`) without a
-qualifier. Every other run (the `quick` profile, a mini model or dataset, random parameters) is
-labelled "NOT AN MLPERF RESULT" with the reasons, in the headline, in `summary.json`, and at the
+Only a run of the `v0.7` profile, under LoadGen v0.7, on the benchmark's own model and data, with
+the reference weights, may carry an MLPerf Inference benchmark name (`resnet50`, `bert-99`)
+without a qualifier; today no run does (LoadGen 6 is the engine; the weights are
+tpubench-trained or random; issue 35). Every other run is labelled "NOT AN MLPERF RESULT"
+with the reasons, in the headline, in `summary.json`, and at the
 top of LoadGen's own `mlperf_log_summary.txt` (LoadGen writes "Result is : VALID" for any run
 whose settings it met, whatever those settings were).
 """
@@ -15,13 +16,32 @@ from typing import Any
 
 NOT_MLPERF = "NOT AN MLPERF RESULT"
 MLPERF_PROFILE = "v0.7"
+# The version LoadGen built from mlcommons/inference's v0.7 tag logs (loadgen/version_generator.py
+# writes `Version` ".5a1"); LoadGen 6.x (PyPI mlcommons-loadgen) logs "6.0.x". The v0.7 rules
+# require the round's LoadGen, and the r0.7 submission checker cannot read LoadGen 6's
+# SingleStream and MultiStream summaries ("90.0th percentile", no "Samples per query").
+V07_LOADGEN_VERSION = ".5a1"
+# MLPerf Mobile's benchmarks, served here on LoadGen too: not MLPerf Inference v0.7 benchmarks.
+MOBILE = ("mobilenet-edgetpu", "mobilebert", "ssd-mobilenetv2", "deeplabv3")
 
 
 def not_mlperf_reasons(profile: str, benchmark_model_and_data: bool, config: str,
-                       params_source: str, mlperf_name: str, samples: str = "") -> list[str]:
+                       params_source: str, mlperf_name: str, samples: str = "",
+                       loadgen_version: str | None = None) -> list[str]:
     """Why a run is not an MLPerf Inference v0.7 result (empty: it is one). `samples`:
-    "synthetic" when the QSL holds random samples (`data.source=synthetic`)."""
+    "synthetic" when the QSL holds random samples (`data.source=synthetic`);
+    `loadgen_version`: what LoadGen's log says it is (None: not asked)."""
     reasons = []
+    if mlperf_name in MOBILE:
+        reasons.append(f"{mlperf_name} is an MLPerf Mobile benchmark, not an MLPerf Inference "
+                       "v0.7 one")
+    if loadgen_version is not None and not str(loadgen_version).startswith(V07_LOADGEN_VERSION):
+        reasons.append(f"LoadGen {loadgen_version or '(version not logged)'}, not the v0.7 "
+                       "release (built from mlcommons/inference's v0.7 tag, which the v0.7 "
+                       "rules require)")
+    if params_source.startswith("checkpoint:"):
+        reasons.append("weights trained by tpubench (a closed v0.7 result serves the reference "
+                       "weights MLPerf provides)")
     if samples == "synthetic":
         reasons.append("synthetic samples (random inputs, not the benchmark's data)")
     if profile != MLPERF_PROFILE:

@@ -204,7 +204,11 @@ class Engine:
             settings.profile, self.spec.benchmark_model_and_data,
             str(self.info.get("config", "?")), str(self.info.get("params", "")),
             self.spec.mlperf_name, str(self.info.get("samples", "")),
+            loadgen_version=str(records.get("loadgen_version") or ""),
         )
+        if self.spec.scenarios and settings.scenario.value not in self.spec.scenarios:
+            reasons.append(f"{settings.scenario.value} is not a v0.7 scenario of "
+                           f"{self.spec.mlperf_name} ({', '.join(self.spec.scenarios)})")
         summary: dict[str, Any] = {
             **labels.label_fields(self.spec.mlperf_name, reasons),
             "scenario": settings.scenario.value,

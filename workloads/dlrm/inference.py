@@ -65,6 +65,9 @@ from workloads.dlrm import criteo, flights
 # differ only for an AUC of exactly that float.)
 REFERENCE_AUC_PERCENT = 80.25
 VARIANTS = {"dlrm-99": 0.99, "dlrm-99.9": 0.999}
+# v0.7 runs DLRM in the datacenter category only (r0.7 tools/submission/submission-checker.py:
+# required Offline, optional Server; no edge entry).
+SCENARIOS = ("Offline", "Server")
 SERVER_LATENCY_BOUND_MS = 30.0  # mlperf.conf: dlrm.Server.target_latency = 30
 PERFORMANCE_SAMPLE_COUNT = 204_800  # mlperf.conf / submission checker "performance-sample-count"
 AGGREGATION_SEED = 123  # python/main.py: --numpy-rand-seed default 123 -> np.random.seed
@@ -226,4 +229,5 @@ def dlrm_inference_spec(workload: Any) -> InferenceSpec:
             lambda p, s: training_eval_quality(workload, p, s)
         ),
         batch_sizes=MINI_BATCH_SIZES if c.data.source == "flights" else FULL_BATCH_SIZES,
+        scenarios=SCENARIOS,
     )

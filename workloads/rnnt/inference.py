@@ -2,9 +2,10 @@
 greedy transcript's label ids as each sample's response, word accuracy 1 - WER as the metric.
 
 v0.7 figures (../shared/docs/WORKLOADS.md; mlcommons/inference v0.7 mlperf.conf and
-speech_recognition/rnnt): Server p99 bound 1,000 ms; FP32 reference WER 7.452253714852645% on
-dev-clean <= 15 s, so the 99% rule asks word accuracy >= 0.99 x (1 - 0.07452...) = 0.916223,
-i.e. WER <= 8.3777%; `performance_sample_count` 2513 (the whole filtered dev-clean). The
+speech_recognition/rnnt): Server p99 bound 1,000 ms; FP32 reference WER 7.452% on
+dev-clean <= 15 s (the r0.7 checker's figure), so the 99% rule asks word accuracy >= 0.99 x
+(1 - 0.07452) = 0.9162252,
+i.e. WER <= 8.37748%; `performance_sample_count` 2513 (the whole filtered dev-clean). The
 harness compares "higher is better" qualities, hence 1 - WER; the summary's `accuracy` is
 therefore 1 - WER (WER = 1 - accuracy).
 
@@ -30,7 +31,12 @@ from tpubench.errors import UsageError
 from tpubench.infer.spec import InferenceSpec, Samples, eval_batches, training_eval_quality
 from workloads.rnnt import text
 
-REFERENCE_WER = 0.07452253714852645  # v0.7 FP32 reference on dev-clean <= 15 s
+# The v0.7 FP32 reference's WER on dev-clean <= 15 s as the r0.7 submission checker states it
+# (tools/submission/submission-checker.py: "rnnt": ("WER", (100 - 7.452) * 0.99)); the
+# reference's own run measured 0.07452253714852645, which gives a target 3e-6 higher.
+REFERENCE_WER = 0.07452
+# Datacenter Offline (+ Server) and edge SingleStream + Offline (the same checker): no MultiStream.
+SCENARIOS = ("Offline", "Server", "SingleStream")
 
 
 def load_eval_samples(workload: Any) -> Samples:
@@ -96,4 +102,5 @@ def rnnt_inference_spec(workload: Any) -> InferenceSpec:
         benchmark_model_and_data=full,
         measure_reference=None if full else (
             lambda p, s: 1.0 - training_eval_quality(workload, p, s)),
+        scenarios=SCENARIOS,
     )

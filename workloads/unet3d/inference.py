@@ -45,7 +45,7 @@ from workloads.unet3d.configs.full import REFERENCE_MEAN_DICE
 
 VARIANTS = {"3d-unet-99": 0.99, "3d-unet-99.9": 0.999}
 PERFORMANCE_SAMPLE_COUNT = 16
-SCENARIOS = ("Offline",)
+SCENARIOS = ("Offline", "SingleStream")  # datacenter Offline; edge SingleStream + Offline
 MINI_BATCH_SIZES = (1, 8, 44)
 FULL_BATCH_SIZES = (1, 2)
 
