@@ -32,6 +32,17 @@ at generation 2 (0.775 at 1: seed 1 starts closer). With 40 games the standard e
 0.06. Cost: ~46 CPU-seconds a generation (mini.py), so 8 generations are ~370 CPU-s (~3-6 min
 of a quiet 2-core machine) plus the untimed compile (40-285 s measured at load ~15).
 
+Measured again 2026-12-05 on an Intel Xeon (2 cores, two runs at a time; JAX 0.10.2 CPU;
+`tpubench run minigo --config=mini_frozen`, stopping at the target), win rate by generation:
+    seed 0: .575 .575 .575 .525 .700 .800    seed 1: .700 .950    seed 2: .750 .650 .950
+    seed 3: .625 .800                        seed 4: .750 .750 .850
+  with lr_rates (0.02000002,) (a rounding perturbation):
+    seed 0: .600 .675 .600 .750 .675 .825    seed 1: .750 .775 .825  seed 2: .650 .725 .875
+    seed 3: .600 .825                        seed 4: .800
+Every run reaches 0.8 by generation 6 of its 12 (six generations of slack); seed 0 at 6 (the
+earlier probe's curve: 8), seed 1 at 2 or 3. Time to target 228 s (seed 0) and 106 s (seed 1)
+on the clock, init ~35 s untimed. Generations repeat on one machine, not across CPUs.
+
 Before issue 14 (16 steps a generation, no symmetries, 20 games, target 0.7): the curve sat at
 0.55-0.75 for 10 generations against a baseline of 0.45, the target AT the plateau; a target
 trained for 4 generations with those settings was no stronger than an untrained net.
