@@ -30,7 +30,7 @@ a speed figure.
 
 import ml_collections
 
-from workloads.resnet.configs import full, mini
+from workloads.resnet.configs import mini
 from workloads.resnet.configs.mobilenet_edgetpu import set_mobilenet_edgetpu
 
 
@@ -41,8 +41,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.model.depthwise_impl = "shifts"  # XLA:CPU grouped convs are slow (tpubench/nn/mobilenet.py)
     c.optimizer.update({"name": "lars", "learning_rate": 2.0, "momentum": 0.9,
                         "weight_decay": 1e-4, "epsilon": 0.0})
-    full.set_schedule(c, warmup_epochs=2, train_epochs=12)  # 250 and 1,500 steps of 32
-    c.run.max_train_samples = 12 * c.data.train_samples  # step budget: 1,500 steps
-    c.data.random_shift_pixels = 0  # measured without the ResNet mini's shifts
-    c.eval.target_value = 0.970
+    # The ResNet mini's schedule (2 warmup epochs of 24: 250 and 3,000 steps of 32), budget and
+    # random 1-pixel shifts; its target, 1 point above the tuned SVC.
+    c.eval.target_value = 0.976
     return c
