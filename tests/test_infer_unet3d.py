@@ -37,17 +37,18 @@ def _made_dirs(tmp_path):
     return {"data.dir": str(pre), "data.label_dir": str(labels)}
 
 
-def test_full_spec_has_the_v07_thresholds_and_offline_only(tmp_path):
+def test_full_spec_has_the_v07_thresholds_and_scenarios(tmp_path):
     """The full config, not run: ("DICE", 0.853 * 0.99) and 0.853 * 0.999 as the v0.7
     submission checker computes them, 16 performance samples, judged against the absolute
-    target (no measured reference), Offline only.
+    target (no measured reference), Offline and the edge suite's SingleStream (the checker's
+    table: tests/test_infer_v07_rules.py).
     Bites: 0.999 for 3d-unet-99 -> the 99% target is wrong."""
     dirs = _made_dirs(tmp_path)
     spec = inference_spec(_workload("full", **dirs))
     assert spec.mlperf_name == "3d-unet-99" and spec.benchmark_model_and_data
     assert spec.quality_target == 0.853 * 0.99 == pytest.approx(0.84447, abs=1e-12)
     assert spec.performance_sample_count == 16 and spec.measure_reference is None
-    assert spec.scenarios == ("Offline",) and spec.quality_metric == "mean_dice"
+    assert spec.scenarios == ("Offline", "SingleStream") and spec.quality_metric == "mean_dice"
     spec999 = inference_spec(_workload("full", **dirs,
                                        **{"eval.inference_variant": "3d-unet-99.9"}))
     assert spec999.mlperf_name == "3d-unet-99.9"
