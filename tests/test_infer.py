@@ -366,8 +366,8 @@ def test_v07_profile_on_a_mini_model_is_still_not_an_mlperf_result(engine, short
     summary = _labelled_run(engine, "v0.7", tmp_path)
     assert summary["mlperf_result"] is False
     assert summary["not_mlperf_reasons"] == [
-        LOADGEN_6.replace("6.0.17 @ d6147c7eb7", summary["loadgen_version"]),
-        "the '?' config's model and data are not the tiny benchmark's"]
+        "the '?' config's model and data are not the tiny benchmark's",
+        LOADGEN_6.replace("6.0.17 @ d6147c7eb7", summary["loadgen_version"])]
     assert cli.headline(summary).startswith("NOT AN MLPERF RESULT (")
 
 

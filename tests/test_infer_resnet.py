@@ -44,6 +44,8 @@ def test_a_mini_run_is_labelled_not_an_mlperf_result_and_the_full_spec_may_be_on
         "the 'quick' profile (not the v0.7 durations, query counts and seeds)",
         "the 'mini' config's model and data are not the resnet50 benchmark's",
         "randomly initialised parameters (not a trained model)",
+        f"LoadGen {summary['loadgen_version']}, not the v0.7 release (built from "
+        "mlcommons/inference's v0.7 tag, which the v0.7 rules require)",
     ]
     out = capsys.readouterr().out
     assert out.startswith("NOT AN MLPERF RESULT (") and "resnet mini, modelled on resnet50" in out

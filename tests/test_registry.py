@@ -90,14 +90,14 @@ def test_the_spec_follows_the_variant():
 
 
 def test_closed_tables_are_the_workload_classes():
-    assert sorted(division.WORKLOADS) == ["bert", "dlrm", "maskrcnn", "resnet", "ssd",
-                                          "transformer"]
+    assert sorted(division.WORKLOADS) == ["bert", "dlrm", "gnmt", "maskrcnn", "minigo",
+                                          "resnet", "ssd", "transformer"]
     for name, table in division.WORKLOADS.items():
         assert table is registry.workload_class(name).closed_tunables
-    assert division.WORKLOADS.get("gnmt", {}) == {}
+    assert division.WORKLOADS.get("deeplab", {}) == {}
     assert division.WORKLOADS.get("nope", {}) == {}
     assert division.tunable("bert", "optimizer.beta_1") is not None  # bert's own row
-    assert division.tunable("gnmt", "optimizer.beta_1") is None
+    assert division.tunable("gnmt", "optimizer.beta_1") is None  # gnmt | adam has no beta row
 
 
 def test_list_variants_shows_each_variant_with_its_configs(capsys):

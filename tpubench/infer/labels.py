@@ -32,16 +32,6 @@ def not_mlperf_reasons(profile: str, benchmark_model_and_data: bool, config: str
     "synthetic" when the QSL holds random samples (`data.source=synthetic`);
     `loadgen_version`: what LoadGen's log says it is (None: not asked)."""
     reasons = []
-    if mlperf_name in MOBILE:
-        reasons.append(f"{mlperf_name} is an MLPerf Mobile benchmark, not an MLPerf Inference "
-                       "v0.7 one")
-    if loadgen_version is not None and not str(loadgen_version).startswith(V07_LOADGEN_VERSION):
-        reasons.append(f"LoadGen {loadgen_version or '(version not logged)'}, not the v0.7 "
-                       "release (built from mlcommons/inference's v0.7 tag, which the v0.7 "
-                       "rules require)")
-    if params_source.startswith("checkpoint:"):
-        reasons.append("weights trained by tpubench (a closed v0.7 result serves the reference "
-                       "weights MLPerf provides)")
     if samples == "synthetic":
         reasons.append("synthetic samples (random inputs, not the benchmark's data)")
     if profile != MLPERF_PROFILE:
@@ -52,6 +42,16 @@ def not_mlperf_reasons(profile: str, benchmark_model_and_data: bool, config: str
                        "benchmark's")
     if params_source.startswith("random_init"):
         reasons.append("randomly initialised parameters (not a trained model)")
+    if params_source.startswith("checkpoint:"):
+        reasons.append("weights trained by tpubench (a closed v0.7 result serves the reference "
+                       "weights MLPerf provides)")
+    if mlperf_name in MOBILE:
+        reasons.append(f"{mlperf_name} is an MLPerf Mobile benchmark, not an MLPerf Inference "
+                       "v0.7 one")
+    if loadgen_version is not None and not str(loadgen_version).startswith(V07_LOADGEN_VERSION):
+        reasons.append(f"LoadGen {loadgen_version or '(version not logged)'}, not the v0.7 "
+                       "release (built from mlcommons/inference's v0.7 tag, which the v0.7 "
+                       "rules require)")
     return reasons
 
 
