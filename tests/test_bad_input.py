@@ -323,7 +323,7 @@ def test_every_subcommand_refuses_bad_input_in_one_paragraph(tmp_path, capsys):
         (("run", "resnet", "--config=mini", w, "--runs=two"), "--runs"),
         (("list", "--bogus"), "unrecognized arguments: --bogus"),
         (("package",), "tpubench package needs OUT, --system=SYSTEM.json"),
-        (("package", str(tmp_path / "o"), "--bogus"), "unrecognized arguments: --bogus"),
+        (("package", str(tmp_path / "o"), "--bogus"), "Unrecognized arguments: --bogus"),
         (("package", str(tmp_path / "o"), f"--system={tmp_path / 'none.json'}", str(existing)),
          "not a readable JSON file"),
         (("check", str(existing), "--bogus"), "unrecognized arguments: --bogus"),

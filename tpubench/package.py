@@ -21,7 +21,6 @@ already (results are never overwritten). Then the official package checker runs 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -55,16 +54,11 @@ CHECKER_OK = "PACKAGE CHECKER FOUND NO ERRORS"
 
 
 def host_fields() -> dict[str, str]:
-    """What this host can say of itself (processor, memory, OS, software, accelerators)."""
-    from importlib import metadata
-
+    """What this host can say of itself (processor, memory, OS, software, accelerators); the
+    software as a run's provenance.json records it (`provenance.versions`)."""
     import jax
 
-    def version(name: str) -> str:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return "not installed"
+    from tpubench.loops import provenance
 
     cpu = platform.processor() or platform.machine()
     if os.path.exists("/proc/cpuinfo"):
@@ -82,9 +76,8 @@ def host_fields() -> dict[str, str]:
         "accelerators_per_node": str(len(devices) if accelerated else 0),
         "accelerator_model_name": devices[0].device_kind if accelerated else "N/A",
         "framework": f"JAX {jax.__version__}",
-        "other_software_stack": ", ".join(f"{p} {version(p)}" for p in (
-            "jaxlib", "flax", "optax", "orbax-checkpoint", "mlperf-logging", "tpubench")
-            ) + f", Python {platform.python_version()}",
+        "other_software_stack": ", ".join(f"{name} {version}" for name, version
+                                          in provenance.versions().items() if name != "jax"),
         "operating_system": platform.platform(),
     }
 
@@ -237,17 +230,14 @@ def main(argv: list[str]) -> int:
     """`tpubench package` (see the module docstring)."""
     from tpubench import helptext
 
-    parser = argparse.ArgumentParser(
-        prog="tpubench package", formatter_class=helptext.Formatter,
+    parser = helptext.Parser(
+        prog="tpubench package",
         description=helptext.paragraph(
             "Lay out finished runs as an MLPerf Training v0.7 submission tree (results, system "
             "description, implementation README) and run the official package checker on it."),
         epilog=helptext.epilog("tpubench package --system-template=my_system.json",
                                "tpubench package submission --system=my_system.json "
                                "results/mini/1xcpu/resnet/mini", with_workloads=False))
-    parser.error = lambda message: (_ for _ in ()).throw(UsageError(  # type: ignore[method-assign]
-        f"{message}. Usage: tpubench package OUT --system=SYSTEM.json RUN_DIR... "
-        "(--help for more)."))
     parser.add_argument("out", nargs="?", help="where the tree goes (OUT/<submitter>/...)")
     parser.add_argument("sources", nargs="*", help="run directories, directories of runs, or "
                         "MLPerf log files")

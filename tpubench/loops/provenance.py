@@ -131,15 +131,20 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def versions() -> dict[str, str]:
+    """Python's version and each installed distribution of `PACKAGES` with its version."""
+    found = {"python": sys.version.split()[0]}
+    found.update({d: v for d in PACKAGES if (v := _version(d)) is not None})
+    return found
+
+
 def attempt_record(resumed: bool) -> dict[str, Any]:
     """This attempt's command line, code, package versions, devices and host."""
-    versions = {"python": sys.version.split()[0]}
-    versions.update({d: v for d in PACKAGES if (v := _version(d)) is not None})
     devices = jax.devices()
     return {
         "argv": list(sys.argv),
         "code": _code_version(),
-        "versions": versions,
+        "versions": versions(),
         "devices": {"platform": devices[0].platform, "kind": devices[0].device_kind,
                     "count": len(devices)},
         "process_count": jax.process_count(),

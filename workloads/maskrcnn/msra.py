@@ -86,8 +86,7 @@ def torchvision_state(blobs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     if unknown:
         raise UsageError(f"The backbone pickle has blobs that are not the MSRA R-50's: "
                          f"{sorted(unknown)[:8]}. {HOW}")
-    for key in [k for k in out if k.endswith(".bias") and f"{k[:-5]}.weight" in out
-                and out[f"{k[:-5]}.weight"].ndim == 1]:
+    for key in [k for k in out if k.endswith(".bias")]:  # only the norms have a bias here
         prefix = key[:-len(".bias")]
         out[f"{prefix}.running_mean"] = np.zeros_like(out[key])
         out[f"{prefix}.running_var"] = np.ones_like(out[key])
